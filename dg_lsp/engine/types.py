@@ -1,0 +1,63 @@
+"""Requests and results that cross the engine boundary (plain data, no torch)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DenoiseParams:
+    """Knobs of the denoising loop (DESIGN.md §1). `temperature` is the start of the linear
+    schedule (t_max); the schedule ends at `temperature * t_min_ratio`. temperature == 0 is greedy."""
+
+    max_steps: int = 16
+    temperature: float = 0.2
+    t_min_ratio: float = 0.5
+    entropy_bound: float = 0.1
+    stability_threshold: int = 1
+    confidence_threshold: float = 0.005
+    seed: int = 0
+    deadline_ms: float | None = None  # step budget: return the best canvas so far when it passes
+
+
+@dataclass
+class InfillRequest:
+    """Fill the hole between `prefix` and `suffix` (text, not tokens)."""
+
+    prefix: str
+    suffix: str = ""
+    params: DenoiseParams = field(default_factory=DenoiseParams)
+    length_strategy: str = "auto"  # "auto" (pad-fill if the model was trained for it) | "pad" | "search"
+    hole_lengths: tuple[int, ...] = (4, 8, 16, 32)  # candidates for the "search" strategy
+    max_prompt_tokens: int = 1024
+    use_suffix: bool = True  # False: pure continuation canvas (no pinned suffix head)
+    doc_key: str | None = None  # requests with the same key supersede each other while queued
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class InfillResult:
+    text: str
+    steps: int = 0
+    tokens_per_forward: float = 0.0
+    generated_tokens: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)  # tokenize, encode, denoise, total
+    cancelled: bool = False
+    deadline_hit: bool = False
+    hole_length: int = 0
+    score: float = 0.0  # mean log-probability of the chosen hole tokens
+    candidates: list[tuple[str, float]] = field(default_factory=list)  # (text, score) per length candidate
+
+    def to_json(self) -> dict:
+        return {
+            "text": self.text,
+            "steps": self.steps,
+            "tokens_per_forward": self.tokens_per_forward,
+            "generated_tokens": self.generated_tokens,
+            "timings_ms": dict(self.timings_ms),
+            "cancelled": self.cancelled,
+            "deadline_hit": self.deadline_hit,
+            "hole_length": self.hole_length,
+            "score": self.score,
+        }
