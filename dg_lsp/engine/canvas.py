@@ -1,0 +1,86 @@
+"""The infill canvas: `[hole region of k positions][pinned suffix head]` after an encoder prompt.
+
+Pure tensor bookkeeping, no model. The same layout serves a cursor (empty hole in the
+document) and a selection to replace (the selection is the hole). Two builders, one per
+length strategy of DESIGN.md §2: pad-fill (one row; the model pads the unused tail) and a
+batch of hole-length candidates (one row per length, scored after denoising).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class InfillCanvas:
+    prompt_ids: list[int]  # encoder prompt, shared by every row
+    canvas_ids: torch.LongTensor  # [B, L] initial canvas: hole positions hold `fill_id` until noised
+    pinned: torch.BoolTensor  # [B, L] fixed positions: suffix head, and row padding
+    valid: torch.BoolTensor  # [B, L] False on the padding of shorter rows (masked out of attention)
+    hole_lengths: list[int]  # k per row
+    suffix_head_len: int
+
+    @property
+    def batch_size(self) -> int:
+        return self.canvas_ids.shape[0]
+
+    @property
+    def length(self) -> int:
+        return self.canvas_ids.shape[1]
+
+    @property
+    def hole_mask(self) -> torch.BoolTensor:
+        return ~self.pinned  # [B, L]
+
+    def position_ids(self) -> torch.LongTensor:
+        """Decoder positions continue right after the prompt: [1, L]."""
+        start = len(self.prompt_ids)
+        return torch.arange(start, start + self.length, dtype=torch.long).unsqueeze(0)
+
+
+def build_prompt(prefix_ids: list[int], max_tokens: int, bos_id: int | None) -> list[int]:
+    """Encoder prompt = [bos] + the last tokens of the prefix that fit the budget."""
+    room = max(0, max_tokens - (1 if bos_id is not None else 0))
+    kept = prefix_ids[-room:] if room else []
+    return ([bos_id] if bos_id is not None else []) + list(kept)
+
+
+def _row(hole: int, head: list[int], width: int, fill_id: int, pad_id: int):
+    ids = [fill_id] * hole + head + [pad_id] * (width - hole - len(head))
+    pinned = [False] * hole + [True] * (width - hole)
+    valid = [True] * (hole + len(head)) + [False] * (width - hole - len(head))
+    return ids, pinned, valid
+
+
+def _stack(rows, prompt_ids, holes, head_len) -> InfillCanvas:
+    ids, pinned, valid = zip(*rows)
+    return InfillCanvas(
+        prompt_ids=list(prompt_ids),
+        canvas_ids=torch.tensor(ids, dtype=torch.long),
+        pinned=torch.tensor(pinned, dtype=torch.bool),
+        valid=torch.tensor(valid, dtype=torch.bool),
+        hole_lengths=list(holes),
+        suffix_head_len=head_len,
+    )
+
+
+def pad_fill_canvas(prompt_ids: list[int], suffix_ids: list[int], canvas_length: int,
+                    suffix_head_tokens: int, fill_id: int, pad_id: int) -> InfillCanvas:
+    """One row `[hole k][suffix head h]` with k + h = canvas_length and h <= suffix_head_tokens."""
+    head = list(suffix_ids[: max(0, min(suffix_head_tokens, canvas_length - 1))])
+    hole = canvas_length - len(head)
+    return _stack([_row(hole, head, canvas_length, fill_id, pad_id)], prompt_ids, [hole], len(head))
+
+
+def length_candidates_canvas(prompt_ids: list[int], suffix_ids: list[int], hole_lengths: tuple[int, ...],
+                             suffix_head_tokens: int, fill_id: int, pad_id: int) -> InfillCanvas:
+    """One row per hole length: `[hole k_i][suffix head][padding]`, all rows as wide as the longest."""
+    holes = sorted({int(k) for k in hole_lengths if int(k) > 0})
+    if not holes:
+        raise ValueError("hole_lengths must contain a positive length")
+    head = list(suffix_ids[: max(0, suffix_head_tokens)])
+    width = holes[-1] + len(head)
+    rows = [_row(k, head, width, fill_id, pad_id) for k in holes]
+    return _stack(rows, prompt_ids, holes, len(head))

@@ -1,0 +1,96 @@
+"""DenoiseLoop: the inner diffusion loop over one infill canvas, after generation_diffusion_gemma.py.
+
+Differences from `model.generate()`, all of them needed for infill: pinned positions (the
+suffix head) are never re-noised and always read back as themselves; entropy, acceptance and
+the confidence test only consider hole positions; a cancel flag and a deadline are checked
+between steps; temperature 0 means greedy. With nothing pinned the loop draws the same random
+numbers in the same order as `generate()` and reproduces it token for token.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import sampler
+from .canvas import InfillCanvas
+from .runner import ModelRunner
+from .types import DenoiseParams
+
+
+@dataclass
+class DenoiseOutcome:
+    canvas: torch.LongTensor  # [B, L] final argmax canvas, pinned positions restored
+    logits: torch.Tensor | None  # [B, L, V] raw logits of the last step (for scoring)
+    steps: int  # decoder forwards run
+    forwards_per_row: torch.Tensor  # [B] decoder forwards each row needed before it stopped
+    cancelled: bool
+    deadline_hit: bool
+
+
+class DenoiseLoop:
+    def __init__(self, runner: ModelRunner, noise_kind: str = "uniform", mask_id: int | None = None):
+        self.runner = runner
+        self.noise_kind = noise_kind
+        self.mask_id = mask_id
+
+    def _noise(self, shape, generator):
+        return sampler.noise_tokens(shape, self.runner.vocab_size, generator, self.runner.device,
+                                    self.noise_kind, self.mask_id)
+
+    @torch.inference_mode()
+    def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
+            cancel: threading.Event | None = None, deadline: float | None = None,
+            initial_canvas: torch.LongTensor | None = None) -> DenoiseOutcome:
+        dev = self.runner.device
+        pinned = canvas.pinned.to(dev)
+        hole = ~pinned
+        fixed = canvas.canvas_ids.to(dev)
+        start = self._noise(tuple(fixed.shape), generator) if initial_canvas is None else initial_canvas.to(dev)
+        current = torch.where(pinned, fixed, start)
+        argmax = current
+        positions = canvas.position_ids()
+        mask = self.runner.decoder_mask(cache, canvas.valid)
+        greedy = params.temperature <= 0
+        t_max = max(params.temperature, 1e-6)
+        t_min = t_max * params.t_min_ratio
+        sc_logits, raw = None, None
+        finished = torch.zeros(fixed.shape[0], dtype=torch.bool, device=dev)
+        forwards = torch.zeros(fixed.shape[0], dtype=torch.int, device=dev)
+        history: list[torch.LongTensor] = []
+        steps, cancelled, deadline_hit = 0, False, False
+        for remaining in range(params.max_steps, 0, -1):
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if deadline is not None and steps > 0 and time.monotonic() >= deadline:
+                deadline_hit = True
+                break
+            forwards += (~finished).int()
+            raw = self.runner.decode(current, cache, positions, sc_logits, mask)
+            steps += 1
+            temp = 1.0 if greedy else sampler.temperature_at(remaining, params.max_steps, t_max, t_min)
+            processed = raw / temp
+            drawn = sampler.sample_tokens(processed, generator, greedy)
+            new_argmax = torch.where(pinned, fixed, processed.argmax(dim=-1))
+            entropy = sampler.token_entropy(processed)
+            accept = sampler.entropy_bound_accept(entropy, params.entropy_bound, hole) | pinned
+            accepted = torch.where(accept, drawn, current)
+            accepted = torch.where(pinned, fixed, accepted)
+            noise = self._noise(tuple(fixed.shape), generator)
+            new_current = torch.where(accept, accepted, noise)
+            if finished.any():  # rows that stopped keep their state, as generate() does
+                new_argmax = torch.where(finished[:, None], argmax, new_argmax)
+                new_current = torch.where(finished[:, None], current, new_current)
+                processed = torch.where(finished[:, None, None], sc_logits, processed)
+                entropy = sampler.token_entropy(processed)
+            finished |= sampler.stable_and_confident(history, new_argmax, entropy, hole,
+                                                     params.stability_threshold, params.confidence_threshold)
+            current, argmax = new_current, new_argmax
+            sc_logits = processed.to(self.runner.model.model.decoder.embed_tokens.weight.dtype)
+            if bool(finished.all()):
+                break
+        return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit)

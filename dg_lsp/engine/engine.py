@@ -1,0 +1,168 @@
+"""Engine: the public API for infill and autoregressive completion on a warm model.
+
+    engine = Engine.load(model=None, device="auto", dtype="auto")
+    result = engine.infill(InfillRequest(prefix="def f(x):\\n    return ", suffix="\\n"))
+    future = engine.submit(request)   # runs on the engine's single worker thread
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+
+import torch
+
+from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas
+from .denoise import DenoiseLoop
+from .loader import LoadedModel, load_model
+from .runner import ModelRunner
+from .types import InfillRequest, InfillResult
+from .worker import Job, Worker
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+class Engine:
+    def __init__(self, loaded: LoadedModel):
+        self.loaded = loaded
+        self.tokenizer = loaded.tokenizer
+        self.spec = loaded.spec
+        self.runner = ModelRunner(loaded)
+        self.loop = DenoiseLoop(self.runner, loaded.spec.noise_kind, loaded.spec.mask_token_id)
+        self.worker = Worker()
+        tok = self.tokenizer
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.runner.text_config.pad_token_id
+        self.eos_id = tok.eos_token_id
+        self.bos_id = tok.bos_token_id if loaded.spec.add_bos else None
+        self.last_latency_ms: float | None = None
+
+    @classmethod
+    def load(cls, model: str | None = None, device: str = "auto", dtype: str = "auto",
+             trust_remote_code: bool = False) -> "Engine":
+        return cls(load_model(model, device, dtype, trust_remote_code))
+
+    @property
+    def canvas_length(self) -> int:
+        return self.runner.canvas_length
+
+    # -- public API ---------------------------------------------------------------------------
+    def submit(self, request: InfillRequest) -> Future:
+        job = Job(fn=lambda: self.run_infill(request), doc_key=request.doc_key, cancel=request.cancel,
+                  superseded=lambda: InfillResult(text="", cancelled=True))
+        return self.worker.submit(job)
+
+    def infill(self, request: InfillRequest) -> InfillResult:
+        return self.submit(request).result()
+
+    def autoregressive(self, prefix: str, max_new_tokens: int = 64, stop_at_newline: bool = True,
+                       max_prompt_tokens: int = 1024) -> InfillResult:
+        job = Job(fn=lambda: self.run_autoregressive(prefix, max_new_tokens, stop_at_newline, max_prompt_tokens),
+                  doc_key=None, cancel=__import__("threading").Event(),
+                  superseded=lambda: InfillResult(text="", cancelled=True))
+        return self.worker.submit(job).result()
+
+    def warmup(self) -> InfillResult:
+        return self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n"))
+
+    def status(self) -> dict:
+        return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,
+                "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms}
+
+    def close(self) -> None:
+        self.worker.close()
+
+    # -- work done on the worker thread --------------------------------------------------------
+    def _tokens(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def _build_canvas(self, request: InfillRequest, prompt: list[int], suffix_ids: list[int]) -> InfillCanvas:
+        fill = self.spec.mask_token_id if self.spec.noise_kind == "mask" else self.pad_id
+        strategy = request.length_strategy
+        if strategy == "auto":
+            strategy = "pad" if self.spec.pad_fill else "search"
+        if strategy == "pad":
+            return pad_fill_canvas(prompt, suffix_ids, self.canvas_length, self.spec.suffix_head_tokens, fill,
+                                   self.pad_id)
+        return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
+                                        fill, self.pad_id)
+
+    def _hole_text(self, row: torch.LongTensor, hole: int) -> tuple[str, int]:
+        ids = []
+        for t in row[:hole].tolist():
+            if t == self.eos_id:
+                break
+            if t != self.pad_id and t not in self.tokenizer.all_special_ids:
+                ids.append(t)
+        return self.tokenizer.decode(ids), len(ids)
+
+    def run_infill(self, request: InfillRequest) -> InfillResult:
+        t0 = time.perf_counter()
+        params = request.params
+        prefix_ids = self._tokens(request.prefix)
+        suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
+        prompt = build_prompt(prefix_ids, request.max_prompt_tokens, self.bos_id)
+        canvas = self._build_canvas(request, prompt, suffix_ids)
+        t_tok = _ms(t0)
+        t1 = time.perf_counter()
+        cache, _ = self.runner.encode(prompt)
+        if canvas.batch_size > 1:
+            cache.batch_repeat_interleave(canvas.batch_size)
+        t_enc = _ms(t1)
+        t2 = time.perf_counter()
+        generator = torch.Generator(device=self.runner.device).manual_seed(params.seed)
+        deadline = None
+        if params.deadline_ms is not None:
+            deadline = time.monotonic() + max(0.0, params.deadline_ms / 1000.0 - (time.perf_counter() - t0))
+        out = self.loop.run(canvas, cache, params, generator, request.cancel, deadline)
+        t_den = _ms(t2)
+        result = self._choose(canvas, out)
+        result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_den, "total": _ms(t0)}
+        self.last_latency_ms = result.timings_ms["total"]
+        return result
+
+    def _choose(self, canvas: InfillCanvas, out) -> InfillResult:
+        if out.cancelled or out.logits is None:
+            return InfillResult(text="", steps=out.steps, cancelled=out.cancelled, deadline_hit=out.deadline_hit)
+        logp = torch.log_softmax(out.logits.float(), dim=-1)
+        chosen = logp.gather(-1, out.canvas.unsqueeze(-1)).squeeze(-1)  # [B, L]
+        candidates = []
+        for row, hole in enumerate(canvas.hole_lengths):
+            text, n = self._hole_text(out.canvas[row], hole)
+            score = float(chosen[row, :hole].mean())
+            forwards = max(1, int(out.forwards_per_row[row]))
+            candidates.append((text, score, n, hole, n / forwards))
+        best = max(candidates, key=lambda c: c[1])
+        return InfillResult(text=best[0], steps=out.steps, tokens_per_forward=best[4], generated_tokens=best[2],
+                            hole_length=best[3], score=best[1], deadline_hit=out.deadline_hit,
+                            candidates=[(c[0], c[1]) for c in candidates])
+
+    @torch.inference_mode()
+    def run_autoregressive(self, prefix: str, max_new_tokens: int, stop_at_newline: bool,
+                           max_prompt_tokens: int) -> InfillResult:
+        """Greedy next-token decoding with the encoder (same weights) on the prefix alone."""
+        t0 = time.perf_counter()
+        prompt = build_prompt(self._tokens(prefix), max_prompt_tokens, self.bos_id)
+        t_tok = _ms(t0)
+        t1 = time.perf_counter()
+        cache, hidden = self.runner.encode(prompt)
+        t_enc = _ms(t1)
+        t2 = time.perf_counter()
+        out: list[int] = []
+        text = ""
+        for _ in range(max_new_tokens):
+            nxt = int(self.runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
+            if nxt == self.eos_id or nxt == self.pad_id:
+                break
+            out.append(nxt)
+            text = self.tokenizer.decode(out)
+            if stop_at_newline and "\n" in text:
+                text = text[: text.index("\n") + 1]
+                break
+            cache, hidden = self.runner.encode([nxt], cache)
+        t_gen = _ms(t2)
+        result = InfillResult(text=text, steps=len(out), tokens_per_forward=1.0 if out else 0.0,
+                              generated_tokens=len(out))
+        result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_gen, "total": _ms(t0)}
+        return result

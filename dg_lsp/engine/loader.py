@@ -1,0 +1,88 @@
+"""Load a DiffusionGemma checkpoint and its tokenizer from a local directory, never the network."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .spec import InfillSpec
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "model" / "default"
+
+
+class ModelLoadError(RuntimeError):
+    """The model could not be loaded; the message says why and what to do."""
+
+
+@dataclass
+class LoadedModel:
+    model: object  # DiffusionGemmaForBlockDiffusion
+    tokenizer: object
+    spec: InfillSpec
+    path: str
+    device: str
+    dtype: str
+
+
+def resolve_model_path(model: str | None) -> Path:
+    if not model:
+        if not (DEFAULT_MODEL_DIR / "config.json").is_file():
+            raise ModelLoadError(
+                f"the embedded default model is not installed at {DEFAULT_MODEL_DIR}; pass --model DIR")
+        return DEFAULT_MODEL_DIR
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ModelLoadError(f"model directory not found: {path} (models load from local directories only)")
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{path} has no config.json: not a transformers model directory")
+    return path
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("--device cuda was asked for but CUDA is not available")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ModelLoadError(f"unknown device {device!r} (auto|cpu|cuda)")
+    return device
+
+
+def pick_dtype(dtype: str, device: str):
+    import torch
+
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype not in table:
+        raise ModelLoadError(f"unknown dtype {dtype!r} (auto|float32|bfloat16)")
+    return table[dtype]
+
+
+def load_model(model: str | None = None, device: str = "auto", dtype: str = "auto",
+               trust_remote_code: bool = False) -> LoadedModel:
+    """Load weights, tokenizer and infill spec. Raises ModelLoadError with a clear message."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    path = resolve_model_path(model)
+    dev = pick_device(device)
+    torch_dtype = pick_dtype(dtype, dev)
+    try:
+        from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True,
+                                                  trust_remote_code=trust_remote_code)
+        net = DiffusionGemmaForBlockDiffusion.from_pretrained(
+            str(path), local_files_only=True, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 - any failure here is a load failure for the user
+        raise ModelLoadError(f"failed to load model from {path}: {type(exc).__name__}: {exc}") from exc
+    net.to(dev).eval()
+    spec = InfillSpec.load(path)
+    log.info("loaded %s on %s (%s), noise=%s pad_fill=%s", path, dev, torch_dtype, spec.noise_kind, spec.pad_fill)
+    return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""))

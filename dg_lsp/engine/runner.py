@@ -1,0 +1,66 @@
+"""ModelRunner: the only owner of the model and its device. Encodes prompts, runs decoder steps,
+and runs the encoder autoregressively (the same weights as an AR baseline)."""
+
+from __future__ import annotations
+
+import torch
+
+from .loader import LoadedModel
+
+
+class ModelRunner:
+    def __init__(self, loaded: LoadedModel):
+        self.loaded = loaded
+        self.model = loaded.model
+        self.device = torch.device(loaded.device)
+        self.text_config = self.model.config.get_text_config(decoder=True)
+        self.vocab_size = self.text_config.vocab_size
+        self.canvas_length = self.model.config.canvas_length
+
+    def new_cache(self):
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.text_config)
+
+    @torch.inference_mode()
+    def encode(self, prompt_ids: list[int], cache=None):
+        """Write the prompt's KV into `cache` (a new one if None) and return (cache, last hidden state [1, T, H])."""
+        cache = self.new_cache() if cache is None else cache
+        start = cache.get_seq_length()
+        ids = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
+        positions = torch.arange(start, start + ids.shape[1], device=self.device).unsqueeze(0)
+        out = self.model.model.encoder(input_ids=ids, past_key_values=cache, position_ids=positions)
+        return out.past_key_values, out.last_hidden_state
+
+    def decoder_mask(self, cache, valid: torch.BoolTensor):
+        """4D masks for rows with padding: every row sees the whole cache and its own valid canvas keys."""
+        if bool(valid.all()):
+            return None
+        b, length = valid.shape
+        masks = {}
+        for kind in set(self.text_config.layer_types):
+            idx = self.text_config.layer_types.index(kind)
+            cached = cache.layers[idx].keys.shape[-2]
+            m = torch.ones(b, 1, length, cached + length, dtype=torch.bool, device=self.device)
+            m[..., cached:] = valid.to(self.device)[:, None, None, :]
+            masks[kind] = m
+        return masks
+
+    @torch.inference_mode()
+    def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
+               self_conditioning_logits: torch.Tensor | None, mask) -> torch.Tensor:
+        """One decoder forward over the canvas: returns soft-capped float32 logits [B, L, V]."""
+        out = self.model(
+            decoder_input_ids=canvas,
+            past_key_values=cache,
+            self_conditioning_logits=self_conditioning_logits,
+            decoder_attention_mask=mask,
+            decoder_position_ids=position_ids.to(self.device),
+        )
+        return out.logits
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Encoder hidden states -> soft-capped next-token logits, as the model's forward does for the decoder."""
+        logits = self.model.lm_head(hidden).to(torch.float32)
+        cap = self.model.final_logit_softcapping
+        return torch.tanh(logits / cap) * cap if cap else logits

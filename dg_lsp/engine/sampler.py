@@ -1,0 +1,70 @@
+"""Sampling for the denoising loop as pure tensor functions with an explicit generator.
+
+Each function mirrors one piece of transformers' `generation_diffusion_gemma.py`
+(LinearTemperatureScheduleLogitsProcessor, EntropyBoundSampler, StableAndConfidentStoppingCriteria)
+and draws random numbers in the same order, so the loop can reproduce `model.generate()`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def temperature_at(steps_remaining: int, max_steps: int, t_max: float, t_min: float) -> float:
+    """Linear schedule t_max -> t_min; `steps_remaining` counts down from max_steps to 1."""
+    return t_min + (t_max - t_min) * (steps_remaining / max_steps)
+
+
+def noise_tokens(shape: tuple[int, ...], vocab_size: int, generator: torch.Generator | None,
+                 device: torch.device, noise_kind: str = "uniform", mask_id: int | None = None) -> torch.LongTensor:
+    """Fresh noise: uniform-random vocabulary tokens, or the absorbing mask token."""
+    if noise_kind == "mask":
+        return torch.full(shape, int(mask_id), dtype=torch.long, device=device)
+    return torch.randint(0, vocab_size, shape, generator=generator, device=device)
+
+
+def sample_tokens(logits: torch.Tensor, generator: torch.Generator | None, greedy: bool) -> torch.LongTensor:
+    """Draw one token per position from processed logits [B, L, V]."""
+    if greedy:
+        return logits.argmax(dim=-1)
+    b, length, vocab = logits.shape
+    probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+    drawn = torch.multinomial(probs.view(-1, vocab), num_samples=1, generator=generator)
+    return drawn.squeeze(-1).view(b, length)
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of each position's distribution: [B, L, V] -> [B, L]."""
+    return torch.distributions.Categorical(logits=logits).entropy()
+
+
+def entropy_bound_accept(entropy: torch.Tensor, entropy_bound: float, eligible: torch.BoolTensor) -> torch.BoolTensor:
+    """EB-sampler (arXiv 2505.24857): accept the lowest-entropy positions while
+    sum(entropy) - max(entropy) <= bound. Ineligible (pinned) positions count as zero entropy."""
+    entropy = torch.where(eligible, entropy, torch.zeros_like(entropy))
+    sorted_entropy, order = torch.sort(entropy, dim=-1, descending=False)
+    cumulative = torch.cumsum(sorted_entropy, dim=-1)
+    sorted_accept = cumulative - sorted_entropy <= entropy_bound
+    return torch.scatter(torch.zeros_like(sorted_accept), dim=-1, index=order, src=sorted_accept)
+
+
+def stable_and_confident(history: list[torch.LongTensor], argmax_canvas: torch.LongTensor, entropy: torch.Tensor,
+                         hole: torch.BoolTensor, stability_threshold: int, confidence_threshold: float) -> torch.BoolTensor:
+    """Adaptive stop per row: the argmax canvas equals the last `stability_threshold` ones and the
+    mean entropy over hole positions is below the threshold. `history` is updated in place."""
+    if stability_threshold == 0:
+        stable = torch.ones(argmax_canvas.shape[0], dtype=torch.bool, device=argmax_canvas.device)
+    else:
+        stable = torch.ones(argmax_canvas.shape[0], dtype=torch.bool, device=argmax_canvas.device)
+        if len(history) < stability_threshold:
+            stable &= False
+        for past in history:
+            stable &= (past == argmax_canvas).all(dim=-1)
+        history.append(argmax_canvas)
+        del history[:-stability_threshold]
+    if bool(hole.all()):
+        mean_entropy = entropy.mean(dim=-1)  # bit-identical to the reference when nothing is pinned
+    else:
+        counts = hole.sum(dim=-1).clamp(min=1)
+        mean_entropy = torch.where(hole, entropy, torch.zeros_like(entropy)).sum(dim=-1) / counts
+    return stable & (mean_entropy < confidence_threshold)

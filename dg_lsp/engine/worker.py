@@ -1,0 +1,100 @@
+"""A single worker thread that owns all model work, with per-document supersession.
+
+Jobs for the same document key replace each other: a newer job resolves a queued older one at
+once (with the job's `superseded` value) and sets the cancel flag of a running one, which the
+denoising loop checks between steps. Across documents jobs run in arrival order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    fn: Callable[[], Any]
+    doc_key: str | None
+    cancel: threading.Event
+    superseded: Callable[[], Any]  # value to resolve a superseded job with
+    future: Future = field(default_factory=Future)
+    enqueued: float = field(default_factory=time.monotonic)
+
+
+class Worker:
+    def __init__(self, name: str = "dg-lsp-engine"):
+        self._cond = threading.Condition()
+        self._queue: list[Job] = []
+        self._running: Job | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> Future:
+        with self._cond:
+            if self._closed:
+                job.future.set_exception(RuntimeError("engine is closed"))
+                return job.future
+            if job.doc_key is not None:
+                keep = []
+                for old in self._queue:
+                    if old.doc_key == job.doc_key:
+                        old.cancel.set()
+                        old.future.set_result(old.superseded())
+                    else:
+                        keep.append(old)
+                self._queue = keep
+                if self._running is not None and self._running.doc_key == job.doc_key:
+                    self._running.cancel.set()
+            self._queue.append(job)
+            self._cond.notify()
+        return job.future
+
+    @property
+    def queue_length(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            for job in self._queue:
+                job.cancel.set()
+                job.future.set_result(job.superseded())
+            self._queue = []
+            if self._running is not None:
+                self._running.cancel.set()
+            self._cond.notify_all()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                job = self._queue.pop(0)
+                self._running = job
+            try:
+                if job.cancel.is_set():
+                    result = job.superseded()
+                else:
+                    result = job.fn()
+                job.future.set_result(result)
+            except BaseException as exc:  # noqa: BLE001 - the worker must survive any job
+                log.exception("engine job failed")
+                job.future.set_exception(exc)
+            finally:
+                with self._cond:
+                    self._running = None
