@@ -1,0 +1,106 @@
+"""One configuration tree for the server, as frozen dataclasses.
+
+Precedence: defaults < command line < initializationOptions < workspace configuration
+(section `dgLsp`). Keys arrive in camelCase at the protocol boundary; invalid values are
+reported once, logged, and replaced by the current value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SECTION = "dgLsp"
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str | None = None  # model directory; None = the embedded default model
+    device: str = "auto"  # auto | cpu | cuda
+    dtype: str = "auto"  # auto | float32 | bfloat16
+    max_steps: int = 16
+    temperature: float = 0.2
+    entropy_bound: float = 0.1
+    length_strategy: str = "auto"  # auto | pad | search
+    prefix_tokens: int = 1024
+    suffix_tokens: int = 256
+    deadline_ms: float | None = None  # step budget per request; None = no deadline
+    automatic_trigger: bool = True  # answer automatic (as-you-type) requests
+    max_lines: int = 8  # at most this many lines in one inline suggestion
+    max_document_chars: int = 20_000_000  # larger documents get no completions
+    seed: int = 0
+    trust_remote_code: bool = False
+
+
+_CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
+            "length_strategy": ("auto", "pad", "search")}
+_RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
+           "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
+           "max_lines": (1, 200), "max_document_chars": (1, 10**9)}
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _coerce(name: str, ftype: str, value: Any) -> Any:
+    if value is None and "None" in ftype:
+        return None
+    if "bool" in ftype:
+        if isinstance(value, bool):
+            return value
+        raise ValueError("expected true or false")
+    if "int" in ftype and "float" not in ftype:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+            raise ValueError("expected an integer")
+        value = int(value)
+    elif "float" in ftype:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError("expected a number")
+        value = float(value)
+    elif "str" in ftype:
+        if not isinstance(value, str):
+            raise ValueError("expected a string")
+        if name == "model" and not value.strip():
+            return None
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
+    if name in _RANGES and value is not None:
+        lo, hi = _RANGES[name]
+        if not lo <= value <= hi:
+            raise ValueError(f"expected a value in [{lo}, {hi}]")
+    return value
+
+
+def merge(base: Settings, raw: dict[str, Any] | None) -> tuple[Settings, list[str]]:
+    """Apply camelCase (or snake_case) keys over `base`. Returns the new settings and error messages."""
+    if not raw:
+        return base, []
+    if not isinstance(raw, dict):
+        return base, [f"settings must be an object, got {type(raw).__name__}"]
+    if isinstance(raw.get(SECTION), dict):  # accept {"dgLsp": {...}} as well as the bare section
+        raw = raw[SECTION]
+    types_ = {f.name: str(f.type) for f in fields(Settings)}
+    changes, errors = {}, []
+    for key, value in raw.items():
+        name = snake_case(key)
+        if name not in types_:
+            errors.append(f"unknown setting {SECTION}.{key}")
+            continue
+        try:
+            changes[name] = _coerce(name, types_[name], value)
+        except ValueError as exc:
+            errors.append(f"invalid setting {SECTION}.{key}={value!r}: {exc}; keeping {getattr(base, name)!r}")
+    for err in errors:
+        log.warning(err)
+    return dataclasses.replace(base, **changes), errors
+
+
+def engine_key(settings: Settings) -> tuple:
+    """Settings that need a model reload when they change."""
+    return (settings.model, settings.device, settings.dtype, settings.trust_remote_code)
