@@ -1,0 +1,3 @@
+from dg_lsp.cli import main
+
+raise SystemExit(main())

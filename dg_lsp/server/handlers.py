@@ -1,0 +1,81 @@
+"""LSP handlers, one per method, each thin: validate, delegate to the server object, convert."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+
+from .server import FILL_SELECTION, STATUS, DgLspServer
+
+log = logging.getLogger(__name__)
+
+
+def _range_from(obj) -> types.Range:
+    r = obj["range"]
+    return types.Range(start=types.Position(line=int(r["start"]["line"]), character=int(r["start"]["character"])),
+                       end=types.Position(line=int(r["end"]["line"]), character=int(r["end"]["character"])))
+
+
+def register(server: DgLspServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: DgLspServer, params: types.InitializeParams):
+        opts = params.initialization_options
+        ls.init_options = opts if isinstance(opts, dict) else {}
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: DgLspServer, params: types.InitializedParams):
+        ls.apply_settings(await ls.fetch_workspace_config())
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: DgLspServer, params: types.DidChangeConfigurationParams):
+        cfg = await ls.fetch_workspace_config()
+        if cfg is None and isinstance(params.settings, dict):
+            cfg = params.settings.get("dgLsp", params.settings)
+        ls.apply_settings(cfg)
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls: DgLspServer, params: types.InlineCompletionParams):
+        automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
+        if automatic and not ls.settings.automatic_trigger:
+            return types.InlineCompletionList(items=[])
+        start, end = params.position, None
+        selected = params.context.selected_completion_info
+        if selected is not None:
+            start, end = selected.range.start, selected.range.end
+        try:
+            answer = await ls.complete_at(params.text_document.uri, start, end, automatic)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one bad request never kills the server
+            log.exception("inline completion failed")
+            return types.InlineCompletionList(items=[])
+        if answer is None or not answer[0].text:
+            return types.InlineCompletionList(items=[])
+        completion, rng = answer
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=completion.text, range=rng)])
+
+    @server.command(FILL_SELECTION)
+    async def fill_selection(ls: DgLspServer, *args):
+        try:
+            arg = args[0]
+            uri, rng = arg["uri"], _range_from(arg)
+        except (IndexError, KeyError, TypeError, ValueError):
+            log.warning("%s needs [{uri, range}], got %r", FILL_SELECTION, args)
+            return {"applied": False, "error": "expected arguments [{uri, range}]"}
+        answer = await ls.complete_at(uri, rng.start, rng.end, automatic=False)
+        if answer is None:
+            return {"applied": False, "error": "no completion (document not open, or model unavailable)"}
+        completion, edit_range = answer
+        edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=edit_range, new_text=completion.text)]})
+        result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="dg-lsp fill"))
+        return {"applied": bool(result and result.applied), "text": completion.text}
+
+    @server.command(STATUS)
+    def status(ls: DgLspServer, *args):
+        return ls.holder.status()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DgLspServer, *args):
+        ls.holder.close()
