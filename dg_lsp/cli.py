@@ -39,6 +39,7 @@ def _logging(args) -> None:
     handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message body at INFO
 
 
 def parse_tcp(value: str) -> tuple[str, int]:

@@ -61,11 +61,15 @@ class DgLspServer(LanguageServer):
         enabled = bool(caps and caps.work_done_progress)
         state = {"begun": False}
 
-        def report(message: str, pct: int) -> None:
+        async def report(message: str, pct: int) -> None:
             if not enabled:
                 return
             if not state["begun"]:
-                self.work_done_progress.create(token)
+                try:
+                    await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
+                except Exception as exc:  # noqa: BLE001 - progress is a courtesy
+                    log.warning("window/workDoneProgress/create failed: %s", exc)
+                    return
                 self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                     title="dg-lsp: loading model", message=message, percentage=pct))
                 state["begun"] = True

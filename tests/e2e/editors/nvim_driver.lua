@@ -1,0 +1,190 @@
+-- Drives the dg_lsp plugin inside a real headless Neovim and writes what it saw as JSON.
+--
+-- Run by test_nvim.py as `nvim --headless --clean ... -c 'luafile nvim_driver.lua'`.
+-- Inputs (environment): DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file),
+-- DG_TEST_INSERT_LINE (1-based line inside a function, cursor goes to its end),
+-- DG_TEST_FILL (JSON {line, start_col, end_col}: 1-based line, 0-based byte cols, end exclusive),
+-- DG_TEST_TIMEOUT_MS. Steps run in a coroutine that sleeps on timers, so Neovim's main loop
+-- (insert mode, LSP messages, the renderers' debounce timers) keeps running between them.
+local api = vim.api
+local env = vim.env
+local results = { log = {} }
+local finished = false
+
+local function log(msg)
+  table.insert(results.log, ('%6d ms  %s'):format(vim.uv.now() - results.t0, msg))
+end
+
+local function finish()
+  if finished then
+    return
+  end
+  finished = true
+  local f = assert(io.open(env.DG_TEST_OUT, 'w'))
+  f:write(vim.json.encode(results))
+  f:close()
+  vim.cmd('qa!')
+end
+
+local co
+local function sleep(ms)
+  vim.defer_fn(function()
+    local ok, err = coroutine.resume(co)
+    if not ok then
+      results.error = debug.traceback(co, err)
+      finish()
+    end
+  end, ms)
+  coroutine.yield()
+end
+
+local function wait_for(what, timeout_ms, pred)
+  local start = vim.uv.now()
+  while true do
+    local value = pred()
+    if value then
+      log(what .. ': yes')
+      return value
+    end
+    if vim.uv.now() - start > timeout_ms then
+      log(what .. ': timed out')
+      return nil
+    end
+    sleep(50)
+  end
+end
+
+local function client()
+  return vim.lsp.get_clients({ name = 'dg_lsp', bufnr = 0 })[1]
+end
+
+local function server_status(c)
+  local r = c:request_sync('workspace/executeCommand', { command = 'dgLsp.status', arguments = {} }, 2000, 0)
+  return r and r.result
+end
+
+local function ghost_marks(bufnr)
+  local ns = require('dg_lsp').renderer(bufnr) == 'native'
+      and api.nvim_create_namespace('nvim.lsp.inline_completion')
+    or require('dg_lsp.ghost').ns
+  return api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+end
+
+local function buffer_text(bufnr)
+  return table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n')
+end
+
+-- 1. Open the file; the plugin starts the server and picks a renderer.
+local function open_file()
+  vim.cmd.edit(vim.fn.fnameescape(env.DG_TEST_FILE))
+  results.filetype = vim.bo.filetype
+  local c = wait_for('client attached', 60000, client)
+  results.attached = c ~= nil
+  results.renderer = require('dg_lsp').renderer(0)
+  if not c then
+    return nil
+  end
+  local status = wait_for('server ready', 90000, function()
+    local s = server_status(c)
+    return s and s.state ~= 'loading' and s.state ~= 'idle' and s
+  end)
+  results.status = status
+  return c
+end
+
+-- 2. Insert mode inside a function: wait for ghost text, accept it with the accept key.
+local function complete_and_accept(bufnr)
+  local row = tonumber(env.DG_TEST_INSERT_LINE)
+  api.nvim_win_set_cursor(0, { row, 0 })
+  local before = buffer_text(bufnr)
+  vim.cmd('startinsert!')
+  wait_for('insert mode', 2000, function()
+    return api.nvim_get_mode().mode == 'i'
+  end)
+  results.mode = api.nvim_get_mode().mode
+  local marks = wait_for('ghost text shown', 30000, function()
+    local m = ghost_marks(bufnr)
+    return #m > 0 and m
+  end)
+  if marks then
+    local d = marks[1][4]
+    local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, d.virt_text or {})) }
+    for _, vl in ipairs(d.virt_lines or {}) do
+      table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
+    end
+    results.ghost = { row = marks[1][2], col = marks[1][3], lines = lines, pos = d.virt_text_pos }
+    api.nvim_feedkeys(vim.keycode('<Tab>'), 'm', false)
+    wait_for('buffer changed by accept', 3000, function()
+      return buffer_text(bufnr) ~= before
+    end)
+  end
+  results.before_accept = before
+  results.after_accept = buffer_text(bufnr)
+  results.cursor_after_accept = api.nvim_win_get_cursor(0)
+  vim.cmd.stopinsert()
+  sleep(50)
+end
+
+-- 3. :DgFill on a charwise visual selection; record the edit the server sent back.
+local function fill_selection(bufnr)
+  local spec = vim.json.decode(env.DG_TEST_FILL)
+  local edits = {}
+  local default = vim.lsp.handlers['workspace/applyEdit']
+  vim.lsp.handlers['workspace/applyEdit'] = function(err, params, ctx, config)
+    table.insert(edits, params)
+    return default(err, params, ctx, config)
+  end
+  -- Select byte columns [start_col, end_col) of the line: '< and '> are inclusive.
+  local line = api.nvim_buf_get_lines(bufnr, spec.line - 1, spec.line, true)[1]
+  local last = vim.str_utf_start(line, spec.end_col) + spec.end_col - 1
+  api.nvim_win_set_cursor(0, { spec.line, spec.start_col })
+  vim.cmd('normal! v')
+  api.nvim_win_set_cursor(0, { spec.line, last })
+  vim.cmd('normal! ' .. vim.keycode('<Esc>'))
+  results.fill_marks = { api.nvim_buf_get_mark(bufnr, '<'), api.nvim_buf_get_mark(bufnr, '>') }
+  results.before_fill = buffer_text(bufnr)
+  vim.cmd("'<,'>DgFill")
+  wait_for('applyEdit received', 30000, function()
+    return #edits > 0
+  end)
+  sleep(100)
+  vim.lsp.handlers['workspace/applyEdit'] = default
+  results.fill_edits = edits
+  results.after_fill = buffer_text(bufnr)
+end
+
+-- 4. :checkhealth dg_lsp
+local function checkhealth()
+  vim.cmd('checkhealth dg_lsp')
+  sleep(100)
+  results.health = api.nvim_buf_get_lines(0, 0, -1, false)
+end
+
+local function main()
+  results.t0 = vim.uv.now()
+  results.nvim = tostring(vim.version())
+  local c = open_file()
+  if c then
+    local bufnr = api.nvim_get_current_buf()
+    complete_and_accept(bufnr)
+    fill_selection(bufnr)
+    checkhealth()
+  end
+  finish()
+end
+
+vim.defer_fn(function()
+  results.error = results.error or 'driver timed out'
+  finish()
+end, tonumber(env.DG_TEST_TIMEOUT_MS or '120000'))
+
+co = coroutine.create(function()
+  local ok, err = xpcall(main, debug.traceback)
+  if not ok then
+    results.error = err
+    finish()
+  end
+end)
+vim.schedule(function()
+  coroutine.resume(co)
+end)

@@ -1,0 +1,160 @@
+"""The real server over the real protocol, with a tiny random DiffusionGemma on CPU."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from .conftest import CAPABILITIES, server_command, wait_ready
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+URI = "file:///tmp/dg_lsp_e2e/example.py"
+SOURCE = "def add(a, b):\n    total = a + b\n    return total\n\n\nprint(add(1, 2))\n"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command()), scope="module")
+async def client(lsp_client: LanguageClient):
+    lsp_client.edits = []
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams):
+        lsp_client.edits.append(params.edit)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=CAPABILITIES, initialization_options={"maxSteps": 4, "temperature": 0.3}))
+    lsp_client.init_result = result
+    status = await wait_ready(lsp_client)
+    assert status["state"] == "ready", status
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client, uri=URI, text=SOURCE, language="python", version=1):
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)))
+
+
+async def _inline(client, line, character, uri=URI, kind=types.InlineCompletionTriggerKind.Invoked, selected=None):
+    return await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character),
+        context=types.InlineCompletionContext(trigger_kind=kind, selected_completion_info=selected)))
+
+
+async def test_advertises_inline_completion_and_commands(client: LanguageClient):
+    caps = client.init_result.capabilities
+    assert caps.inline_completion_provider
+    assert set(caps.execute_command_provider.commands) >= {"dgLsp.fillSelection", "dgLsp.status"}
+    assert caps.text_document_sync.change == types.TextDocumentSyncKind.Incremental
+    # $/progress while the model loads and warms up: begin ... end on one token
+    (reports,) = [r for r in client.progress_reports.values() if r]
+    assert reports[0].kind == "begin" and reports[0].title.startswith("dg-lsp")
+    assert reports[-1].kind == "end"
+
+
+async def test_incremental_change_then_inline_completion_on_one_line(client: LanguageClient):
+    _open(client)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=1, character=12), end=types.Position(line=1, character=17)),
+            text="a * b")]))
+    for kind in (types.InlineCompletionTriggerKind.Invoked, types.InlineCompletionTriggerKind.Automatic):
+        result = await _inline(client, 2, 11, kind=kind)
+        assert isinstance(result, types.InlineCompletionList)
+        for item in result.items:
+            assert item.range.start.line == item.range.end.line == 2
+            assert item.range.start.character == item.range.end.character == 11
+            assert isinstance(item.insert_text, str) and item.insert_text
+
+
+async def test_selected_completion_info_replaces_that_range(client: LanguageClient):
+    _open(client, uri=URI + "2")
+    rng = types.Range(start=types.Position(line=1, character=4), end=types.Position(line=1, character=9))
+    result = await _inline(client, 1, 9, uri=URI + "2",
+                           selected=types.SelectedCompletionInfo(range=rng, text="total"))
+    for item in result.items:
+        assert item.range == rng
+
+
+async def test_fill_selection_applies_an_edit_exactly_on_the_selection(client: LanguageClient):
+    uri = URI + "3"
+    _open(client, uri=uri)
+    rng = {"start": {"line": 1, "character": 4}, "end": {"line": 2, "character": 16}}
+    client.edits.clear()
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dgLsp.fillSelection", arguments=[{"uri": uri, "range": rng}]))
+    if result["applied"]:
+        assert len(client.edits) == 1
+        (edit,) = client.edits[0].changes[uri]
+        assert edit.range == types.Range(start=types.Position(line=1, character=4),
+                                         end=types.Position(line=2, character=16))
+        assert edit.new_text == result["text"]
+    else:  # the random model may produce only pads: then no edit may be sent at all
+        assert result["text"] == "" or "error" in result
+        assert client.edits == []
+
+
+async def test_status_reports_model_and_latency(client: LanguageClient):
+    status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
+    assert status["state"] == "ready" and status["device"] == "cpu"
+    assert status["lastLatencyMs"] is not None and status["lastLatencyMs"] > 0
+
+
+async def test_unknown_uri_gives_empty_result_and_server_still_works(client: LanguageClient):
+    result = await _inline(client, 0, 0, uri="file:///nope/never-opened.py")
+    assert result is None or len(result.items) == 0
+    await _assert_normal_request_works(client)
+
+
+async def _assert_normal_request_works(client):
+    _open(client, uri=URI + "-ok")
+    result = await _inline(client, 2, 11, uri=URI + "-ok")
+    assert isinstance(result, types.InlineCompletionList)
+
+
+async def test_position_past_the_end_is_clamped(client: LanguageClient):
+    _open(client, uri=URI + "4")
+    result = await _inline(client, 500, 900, uri=URI + "4")
+    assert isinstance(result, types.InlineCompletionList)
+    for item in result.items:
+        assert item.range.start.line == item.range.end.line
+        assert item.range.start.line <= SOURCE.count("\n")
+    result = await _inline(client, 1, 900, uri=URI + "4")
+    for item in result.items:
+        assert item.range.start == types.Position(line=1, character=len("    total = a + b"))
+    await _assert_normal_request_works(client)
+
+
+async def test_surrogate_pairs_use_utf16_columns(client: LanguageClient):
+    uri = URI + "5"
+    text = 'x = "😋😋"  # ok\ny = 1\n'
+    _open(client, uri=uri, text=text)
+    # UTF-16 column 9 is right after the two emoji and the closing quote (each emoji is 2 units).
+    result = await _inline(client, 0, 9, uri=uri)
+    for item in result.items:
+        assert item.range.start == types.Position(line=0, character=9)
+    await _assert_normal_request_works(client)
+
+
+async def test_five_megabyte_document(client: LanguageClient):
+    uri = URI + "-big"
+    body = "def f{0}(x):\n    return x + {0}\n\n".format
+    text = "".join(body(i) for i in range(5 * 1024 * 1024 // 32))
+    assert len(text) > 5_000_000
+    _open(client, uri=uri, text=text)
+    lines = text.count("\n")
+    result = await _inline(client, lines // 2 + 1, 4, uri=uri)
+    assert isinstance(result, types.InlineCompletionList)
+    await _assert_normal_request_works(client)
+
+
+async def test_unknown_language_id(client: LanguageClient):
+    uri = "file:///tmp/dg_lsp_e2e/notes.weird"
+    _open(client, uri=uri, text="some words here\nand more\n", language="klingon")
+    result = await _inline(client, 1, 3, uri=uri)
+    assert isinstance(result, types.InlineCompletionList)
+    await _assert_normal_request_works(client)
