@@ -1,0 +1,130 @@
+"""Build the context of a completion request: windows, enclosing scopes, cursor facts.
+
+``extract_context`` is the one entry point. It never raises on positions (they
+clamp into the document) and degrades to plain line-based windows when the
+language is unknown or the parse fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dg_lsp.context.document import DocumentLines, leading_whitespace
+from dg_lsp.context.indentation import cursor_indent
+from dg_lsp.context.languages import normalize_language
+from dg_lsp.context.scopes import MAX_LINES_ABOVE, MAX_LINES_BELOW, Scope, find_scopes
+from dg_lsp.context.windows import CHARS_PER_TOKEN, build_windows
+
+FUNCTION_KINDS = frozenset({"function", "method"})
+
+
+@dataclass(frozen=True)
+class CodeContext:
+    """What the completion engine needs to know about the text around a hole.
+
+    ``prefix`` + the hole's text + ``suffix`` is exactly the document's text from
+    line ``prefix_start_line`` through line ``suffix_end_line`` (0-based,
+    inclusive, line terminator included). ``start``/``end`` are the hole's
+    clamped (line, column) positions; they are equal for a plain cursor.
+    """
+
+    prefix: str
+    suffix: str
+    language: str | None
+    enclosing: Scope | None
+    scopes: tuple[Scope, ...]
+    mid_line: bool
+    line_prefix: str
+    line_suffix: str
+    indent: str
+    prefix_truncated: bool
+    suffix_truncated: bool
+    prefix_start_line: int
+    suffix_end_line: int
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+def extract_context(
+    text: str,
+    language_id: str | None,
+    line: int,
+    column: int,
+    end: tuple[int, int] | None = None,
+    prefix_budget: int = 1024,
+    suffix_budget: int = 256,
+    count_tokens: Callable[[str], int] | None = None,
+) -> CodeContext:
+    """Context for a cursor at (line, column), or a selection up to ``end``, all 0-based.
+
+    ``column`` is a code-point index into the line. Budgets are in tokens as
+    counted by ``count_tokens`` (default: about 3.5 characters per token).
+    ``language_id`` is an LSP languageId or a canonical name; unknown -> None.
+    """
+    first_line = min(line, end[0]) if end is not None else line
+    last_line = max(line, end[0]) if end is not None else line
+    reach = (_reach(prefix_budget, MAX_LINES_ABOVE), _reach(suffix_budget, MAX_LINES_BELOW))
+    doc = DocumentLines(text, (first_line, last_line), reach)
+    language = normalize_language(language_id)
+    start = doc.clamp(line, column)
+    stop = doc.clamp(*end) if end is not None else start
+    start, stop = min(start, stop), max(start, stop)
+
+    line_text = doc.content(start[0])
+    line_prefix = line_text[: start[1]]
+    line_suffix = doc.content(stop[0])[stop[1] :]
+    indent = cursor_indent(doc, start[0], language)
+
+    scopes: list[Scope] = []
+    if language is not None:
+        depth = _indent_width(line_text, line_prefix, indent)
+        scopes = find_scopes(doc, language, start, stop, depth)
+    focus = next((scope for scope in reversed(scopes) if scope.kind in FUNCTION_KINDS), None)
+
+    windows = build_windows(
+        doc,
+        start,
+        stop,
+        max(prefix_budget, 0),
+        max(suffix_budget, 0),
+        count_tokens,
+        (focus.start_line, focus.end_line) if focus is not None else None,
+    )
+    return CodeContext(
+        prefix=windows.prefix,
+        suffix=windows.suffix,
+        language=language,
+        enclosing=scopes[-1] if scopes else None,
+        scopes=tuple(scopes),
+        mid_line=bool(line_suffix.strip()),
+        line_prefix=line_prefix,
+        line_suffix=line_suffix,
+        indent=indent,
+        prefix_truncated=windows.prefix_truncated,
+        suffix_truncated=windows.suffix_truncated,
+        prefix_start_line=windows.prefix_start_line,
+        suffix_end_line=windows.suffix_end_line,
+        start=start,
+        end=stop,
+    )
+
+
+def _reach(budget: int, region_lines: int) -> int:
+    """Lines a window or parse region may need on one side of the hole.
+
+    Every line costs at least its newline, about 1/3.5 token by the default
+    estimate; a counter that charges nothing for some lines may find its
+    window cut at this many lines.
+    """
+    return max(region_lines, math.ceil(max(budget, 0) * CHARS_PER_TOKEN)) + 1
+
+
+def _indent_width(line_text: str, line_prefix: str, indent: str) -> int:
+    """The cursor's block depth: where a Python statement typed here would start."""
+    if not line_text.strip():
+        return len(indent)
+    if not line_prefix.strip():
+        return len(line_prefix)
+    return len(leading_whitespace(line_text))

@@ -1,0 +1,227 @@
+"""Find the functions and classes that enclose a cursor (or a selection).
+
+Only a region of lines is parsed, never the whole document: from the nearest
+"top-level start" line at or above the cursor (a non-indented line that opens
+a statement, not a closing brace, comment, label or preprocessor line) to the
+next one below. That region holds the whole top-level construct around the
+cursor, usually a few dozen lines, so huge files cost the same as small ones.
+The scan is capped, so a giant construct degrades to a partial parse (which
+tree-sitter tolerates) instead of a slow one.
+"""
+
+from __future__ import annotations
+
+import re
+from tree_sitter import Node, Parser
+
+from dg_lsp.context.document import DocumentLines, leading_whitespace
+from dg_lsp.context.languages import get_parser
+from dg_lsp.context.repair import has_error_ancestor, python_scopes_by_indent, with_brackets_closed
+from dg_lsp.context.scope_nodes import (
+    Scope,
+    is_closed,
+    is_comment,
+    scope_kind,
+    scope_name,
+    scope_start,
+)
+
+MAX_LINES_ABOVE = 2000
+MAX_LINES_BELOW = 1000
+# Non-indented lines just above a start that continue its declaration
+# (`static int` above `foo(void)`, decorators above `def`).
+MAX_HEADER_LINES = 3
+
+_CLOSERS = tuple(")]}")
+_REPAIR_SEPARATORS = ("", ";")
+_LABEL = re.compile(r"^[A-Za-z_]\w*\s*:\s*(//.*|/\*.*)?$")
+_COMMENT_STARTS = {
+    "python": ("#",),
+    "c": ("//", "/*", "*", "#"),
+    "cpp": ("//", "/*", "*", "#"),
+}
+_C_COMMENT_STARTS = ("//", "/*", "*")
+
+
+def comment_starts(language: str | None) -> tuple[str, ...]:
+    if language is None:
+        return ()
+    return _COMMENT_STARTS.get(language, _C_COMMENT_STARTS)
+
+
+def is_top_level_start(text: str, language: str) -> bool:
+    if not text or text[0] in " \t" or not text.strip():
+        return False
+    if text.startswith(_CLOSERS) or text.startswith("{"):
+        return False
+    if text.startswith(comment_starts(language)):
+        return False
+    return not (language != "python" and _LABEL.match(text))
+
+
+def parse_region(doc: DocumentLines, first: int, last: int, language: str) -> tuple[int, int]:
+    """Lines ``[top, bottom)`` to parse for a cursor/selection on lines first..last."""
+    top = max(doc.first, first - MAX_LINES_ABOVE)
+    for index in range(first, top - 1, -1):
+        if is_top_level_start(doc.content(index), language):
+            top = index
+            break
+    for _ in range(MAX_HEADER_LINES):
+        above = doc.content(top - 1) if top > doc.first else ""
+        if not above or above[0] in " \t" or above.rstrip().endswith((";", "}", "{")):
+            break
+        if above.startswith(_CLOSERS) or above.startswith(comment_starts(language)):
+            break
+        top -= 1
+    bottom = min(doc.stop, last + 1 + MAX_LINES_BELOW)
+    for index in range(last + 1, bottom):
+        if is_top_level_start(doc.content(index), language):
+            bottom = index
+            break
+    return top, bottom
+
+
+def find_scopes(
+    doc: DocumentLines,
+    language: str,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    indent_width: int,
+) -> list[Scope]:
+    """Scopes enclosing the range ``start``..``end`` (clamped positions), outer to inner.
+
+    ``indent_width`` is the cursor's block indentation; Python uses it to tell
+    whether a cursor below a function's last statement still belongs to it.
+    Returns [] for unknown languages or when parsing fails.
+    """
+    parser = get_parser(language)
+    if parser is None:
+        return []
+    top, bottom = parse_region(doc, start[0], end[0], language)
+    source, hole_start, hole_end = _region_source(doc, top, bottom, start, end)
+    try:
+        nodes, has_error = _scope_nodes(parser, source, hole_start, hole_end, language, indent_width)
+    except (ValueError, RuntimeError):
+        nodes, has_error = [], True
+    if language == "python" and has_error:
+        by_indent = python_scopes_by_indent(doc, start[0], indent_width, top)
+        if len(by_indent) > len(nodes):
+            return by_indent
+    # Every scope found encloses the hole, so its range reaches the hole's line
+    # (a Python body can end above a cursor on a deeper-indented blank line).
+    last_line = max(top, bottom - 1)
+    return [_describe(node, language, top, end[0], last_line) for node in nodes]
+
+
+def _region_source(
+    doc: DocumentLines, top: int, bottom: int, start: tuple[int, int], end: tuple[int, int]
+) -> tuple[bytes, int, int]:
+    """UTF-8 text of lines [top, bottom) and the hole's byte offsets in it."""
+    if start[0] == end[0]:
+        between = doc.content(start[0])[start[1] : end[1]]
+    else:
+        between = (
+            doc.content(start[0])[start[1] :]
+            + doc.eol(start[0])
+            + doc.join(start[0] + 1, end[0])
+            + doc.content(end[0])[: end[1]]
+        )
+    head = (doc.join(top, start[0]) + doc.content(start[0])[: start[1]]).encode("utf-8")
+    middle = between.encode("utf-8")
+    tail = doc.content(end[0])[end[1] :] + doc.eol(end[0]) + doc.join(end[0] + 1, bottom)
+    return head + middle + tail.encode("utf-8"), len(head), len(head) + len(middle)
+
+
+def _scope_nodes(
+    parser: Parser, source: bytes, start: int, end: int, language: str, indent_width: int
+) -> tuple[list[Node], bool]:
+    """Scope nodes around the hole, and whether the region has syntax errors.
+
+    When errors hide the hole's structure, unbalanced brackets are closed and
+    the region parsed again; the parse that finds more scopes wins.
+    """
+    root = parser.parse(source).root_node
+    nodes = _enclosing_nodes(root, source, start, end, language, indent_width)
+    if not root.has_error or (nodes and not _anchored_in_error(root, source, start)):
+        return nodes, root.has_error
+    for separator in _REPAIR_SEPARATORS:
+        repaired = with_brackets_closed(root, source, separator)
+        if repaired is None:
+            break
+        fixed_root = parser.parse(repaired).root_node
+        fixed = _enclosing_nodes(fixed_root, repaired, start, end, language, indent_width)
+        nodes = fixed if len(fixed) > len(nodes) else nodes
+    return nodes, True
+
+
+def _describe(node: Node, language: str, top: int, hole_line: int, last_line: int) -> Scope:
+    first = scope_start(node, language)
+    end_row = node.end_point.row
+    if node.end_point.column == 0 and end_row > first.start_point.row:
+        end_row -= 1  # the node ends with a newline: its last line is the one before
+    return Scope(
+        kind=scope_kind(node, language) or "",
+        name=scope_name(node, language),
+        start_line=top + first.start_point.row,
+        end_line=max(min(top + end_row, last_line), hole_line),
+    )
+
+
+def _anchored_in_error(root: Node, source: bytes, cursor: int) -> bool:
+    anchor = _skip_back(root, source, cursor)
+    return anchor > 0 and has_error_ancestor(root.descendant_for_byte_range(anchor - 1, anchor - 1))
+
+
+def _enclosing_nodes(
+    root: Node, source: bytes, start: int, end: int, language: str, indent_width: int
+) -> list[Node]:
+    """Scope nodes around bytes [start, end), outer to inner.
+
+    A scope whose last token sits right before the cursor (only whitespace and
+    comments between) still encloses it unless a real `}` closed it; so does
+    one broken off by a MISSING brace. In Python, where blocks end by
+    dedenting, it encloses the cursor only if the cursor is indented deeper
+    than the scope's header.
+    """
+    anchor = _skip_back(root, source, start)
+    if anchor == 0:
+        return []
+    node: Node | None = root.descendant_for_byte_range(anchor - 1, anchor - 1)
+    tight_end = _skip_back(root, source, end)
+    found: list[Node] = []
+    while node is not None:
+        if scope_kind(node, language) is not None and _encloses(
+            node, source, end, tight_end, language, indent_width
+        ):
+            found.append(node)
+        node = node.parent
+    found.reverse()
+    return found
+
+
+def _encloses(
+    node: Node, source: bytes, end: int, tight_end: int, language: str, indent_width: int
+) -> bool:
+    if node.end_byte > end:
+        return True
+    if node.end_byte < tight_end or is_closed(node):
+        return False
+    if language != "python" or node.end_byte == end:
+        return True
+    line_start = source.rfind(b"\n", 0, node.start_byte) + 1
+    header = source[line_start : node.start_byte].decode("utf-8", errors="replace")
+    return indent_width > len(leading_whitespace(header))
+
+
+def _skip_back(root: Node, source: bytes, offset: int) -> int:
+    """Move ``offset`` back over whitespace and comments."""
+    for _ in range(100):
+        while offset > 0 and source[offset - 1] in b" \t\r\n\f":
+            offset -= 1
+        if offset == 0:
+            return 0
+        node = root.descendant_for_byte_range(offset - 1, offset - 1)
+        if node is None or not is_comment(node) or node.start_byte >= offset:
+            return offset
+        offset = node.start_byte
+    return offset
