@@ -121,6 +121,14 @@ class DocumentLines:
         return None
 
 
+    def next_nonblank(self, line: int) -> int | None:
+        """Index of the nearest non-blank line below ``line``, or None."""
+        for index in range(line + 1, min(self.stop, line + 200)):
+            if self.content(index).strip():
+                return index
+        return None
+
+
 def leading_whitespace(text: str) -> str:
     return text[: len(text) - len(text.lstrip(" \t"))]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dg_lsp.context.document import DocumentLines, leading_whitespace
-from dg_lsp.context.indentation import cursor_indent
+from dg_lsp.context.indentation import cursor_indent, opens_block
 from dg_lsp.context.languages import normalize_language
 from dg_lsp.context.scopes import MAX_LINES_ABOVE, MAX_LINES_BELOW, Scope, find_scopes
 from dg_lsp.context.windows import CHARS_PER_TOKEN, build_windows
@@ -79,7 +79,7 @@ def extract_context(
 
     scopes: list[Scope] = []
     if language is not None:
-        depth = _indent_width(line_text, line_prefix, indent)
+        depth = _indent_width(doc, start[0], line_prefix, indent, language)
         scopes = find_scopes(doc, language, start, stop, depth)
     focus = next((scope for scope in reversed(scopes) if scope.kind in FUNCTION_KINDS), None)
 
@@ -121,10 +121,17 @@ def _reach(budget: int, region_lines: int) -> int:
     return max(region_lines, math.ceil(max(budget, 0) * CHARS_PER_TOKEN)) + 1
 
 
-def _indent_width(line_text: str, line_prefix: str, indent: str) -> int:
-    """The cursor's block depth: where a Python statement typed here would start."""
-    if not line_text.strip():
+def _indent_width(
+    doc: DocumentLines, line: int, line_prefix: str, indent: str, language: str
+) -> int:
+    """The cursor's block depth: the column a Python statement typed here starts at.
+
+    That is the cursor's own column while only whitespace precedes it, so an
+    empty line at column 0 below a function is outside it; but an empty line
+    right under a block opener (`def f():`) belongs to the block it opens.
+    """
+    if line_prefix.strip():
+        return len(leading_whitespace(doc.content(line)))
+    if not doc.content(line) and opens_block(doc, line, language):
         return len(indent)
-    if not line_prefix.strip():
-        return len(line_prefix)
-    return len(leading_whitespace(line_text))
+    return len(line_prefix)

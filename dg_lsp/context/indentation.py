@@ -6,7 +6,9 @@ expected indentation, and the completion's first line continues from it). An
 empty line gets the indentation the block expects, judged from the nearest
 code line above: one level deeper after an opener (`:`, `{`, `(`, `[`), one
 level shallower after a Python `return`/`pass`/`raise`/`break`/`continue`,
-else the same.
+else the same. After a blank gap, though, an empty line lines up with the code
+below it (two blank lines before a top-level `def` are top level), unless that
+code is a closing bracket.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dg_lsp.context.document import DocumentLines, leading_whitespace
 from dg_lsp.context.scopes import comment_starts
 
 _OPENERS = (":", "{", "(", "[")
+_CLOSERS = (")", "]", "}")
 _PYTHON_BLOCK_ENDERS = re.compile(r"^(return|pass|raise|break|continue)\b")
 _UNIT_SAMPLE_LINES = 200
 
@@ -30,6 +33,11 @@ def cursor_indent(doc: DocumentLines, line: int, language: str | None) -> str:
     above = doc.previous_nonblank(line, comment_starts(language))
     if above is None:
         return ""
+    below = doc.next_nonblank(line)
+    if below is not None and above < line - 1:
+        below_text = doc.content(below)
+        if not below_text.lstrip().startswith(_CLOSERS):
+            return leading_whitespace(below_text)
     above_text = doc.content(above)
     base = leading_whitespace(above_text)
     code = _strip_trailing_comment(above_text, language).rstrip()
@@ -38,6 +46,15 @@ def cursor_indent(doc: DocumentLines, line: int, language: str | None) -> str:
     if language == "python" and _PYTHON_BLOCK_ENDERS.match(code.lstrip()):
         return _dedent(base, indent_unit(doc, line, language))
     return base
+
+
+def opens_block(doc: DocumentLines, line: int, language: str | None) -> bool:
+    """True when the nearest code line above ``line`` ends with an opener."""
+    above = doc.previous_nonblank(line, comment_starts(language))
+    if above is None:
+        return False
+    code = _strip_trailing_comment(doc.content(above), language).rstrip()
+    return code.endswith(_OPENERS)
 
 
 def indent_unit(doc: DocumentLines, line: int, language: str | None) -> str:
