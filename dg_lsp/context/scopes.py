@@ -5,8 +5,10 @@ Only a region of lines is parsed, never the whole document: from the nearest
 a statement, not a closing brace, comment, label or preprocessor line) to the
 next one below. That region holds the whole top-level construct around the
 cursor, usually a few dozen lines, so huge files cost the same as small ones.
-The scan is capped, so a giant construct degrades to a partial parse (which
-tree-sitter tolerates) instead of a slow one.
+The scan is capped in lines and characters, so a giant construct degrades to
+a partial parse (which tree-sitter tolerates) instead of a slow one; a hole
+that alone exceeds the caps (a huge selection, a megabyte minified line) gets
+no scopes at all.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dg_lsp.context.scope_nodes import (
 
 MAX_LINES_ABOVE = 2000
 MAX_LINES_BELOW = 1000
+# Tree-sitter parses a few MB/s: this keeps the worst region to tens of ms.
+MAX_REGION_CHARS = 150_000
 # Non-indented lines just above a start that continue its declaration
 # (`static int` above `foo(void)`, decorators above `def`).
 MAX_HEADER_LINES = 3
@@ -59,26 +63,47 @@ def is_top_level_start(text: str, language: str) -> bool:
     return not (language != "python" and _LABEL.match(text))
 
 
-def parse_region(doc: DocumentLines, first: int, last: int, language: str) -> tuple[int, int]:
-    """Lines ``[top, bottom)`` to parse for a cursor/selection on lines first..last."""
-    top = max(doc.first, first - MAX_LINES_ABOVE)
-    for index in range(first, top - 1, -1):
-        if is_top_level_start(doc.content(index), language):
-            top = index
+def parse_region(
+    doc: DocumentLines, first: int, last: int, language: str
+) -> tuple[int, int] | None:
+    """Lines ``[top, bottom)`` to parse for a hole on lines first..last; None if too big."""
+    if last - first > MAX_LINES_ABOVE:
+        return None
+    hole_chars = sum(len(doc.content(index)) + 1 for index in range(first, last + 1))
+    if hole_chars > MAX_REGION_CHARS:
+        return None
+    budget = MAX_REGION_CHARS - hole_chars
+    top, budget = _region_top(doc, first, language, budget)
+    bottom = last + 1
+    limit = min(doc.stop, last + 1 + MAX_LINES_BELOW)
+    while bottom < limit and not is_top_level_start(doc.content(bottom), language):
+        budget -= len(doc.content(bottom)) + 1
+        if budget < 0:
             break
+        bottom += 1
+    return top, bottom
+
+
+def _region_top(doc: DocumentLines, first: int, language: str, budget: int) -> tuple[int, int]:
+    """First line of the region (within a character budget) and the budget left."""
+    top = first
+    limit = max(doc.first, first - MAX_LINES_ABOVE)
+    up_budget = budget * 2 // 3  # the head of a construct matters more than its tail
+    while top > limit and not is_top_level_start(doc.content(top), language):
+        cost = len(doc.content(top - 1)) + 1
+        if cost > up_budget:
+            break
+        up_budget -= cost
+        top -= 1
     for _ in range(MAX_HEADER_LINES):
         above = doc.content(top - 1) if top > doc.first else ""
         if not above or above[0] in " \t" or above.rstrip().endswith((";", "}", "{")):
             break
         if above.startswith(_CLOSERS) or above.startswith(comment_starts(language)):
             break
+        up_budget -= len(above) + 1
         top -= 1
-    bottom = min(doc.stop, last + 1 + MAX_LINES_BELOW)
-    for index in range(last + 1, bottom):
-        if is_top_level_start(doc.content(index), language):
-            bottom = index
-            break
-    return top, bottom
+    return top, budget - (budget * 2 // 3 - up_budget)
 
 
 def find_scopes(
@@ -97,7 +122,10 @@ def find_scopes(
     parser = get_parser(language)
     if parser is None:
         return []
-    top, bottom = parse_region(doc, start[0], end[0], language)
+    region = parse_region(doc, start[0], end[0], language)
+    if region is None:
+        return []
+    top, bottom = region
     source, hole_start, hole_end = _region_source(doc, top, bottom, start, end)
     try:
         nodes, has_error = _scope_nodes(parser, source, hole_start, hole_end, language, indent_width)

@@ -1,0 +1,52 @@
+"""Syntax error counts used to tie-break and score completions."""
+
+from __future__ import annotations
+
+import pytest
+
+from dg_lsp.context import introduces_syntax_errors, syntax_error_count
+
+
+@pytest.mark.parametrize(
+    ("language", "valid", "broken"),
+    [
+        ("python", "def f(x):\n    return x\n", "def f(x:\n    return x\n"),
+        ("javascript", "function f(x) { return x; }\n", "function f(x { return x; }\n"),
+        ("typescript", "const x: number = 1;\n", "const x: number = ;\n"),
+        ("tsx", "const a = <div>{x}</div>;\n", "const a = <div>{x</div>;\n"),
+        ("go", "package m\nfunc f() int { return 1 }\n", "package m\nfunc f() int { return 1\n"),
+        ("rust", "fn f() -> i32 { 1 }\n", "fn f() -> i32 { 1 \n"),
+        ("java", "class A { int f() { return 1; } }\n", "class A { int f() { return 1 } }\n"),
+        ("c", "int f(void) { return 1; }\n", "int f(void) { return 1 }\n"),
+        ("cpp", "int f() { return 1; }\n", "int f() { return (1; }\n"),
+    ],
+)
+def test_counts_errors_only_in_broken_code(language, valid, broken):
+    assert syntax_error_count(valid, language) == 0
+    assert syntax_error_count(broken, language) >= 1
+    assert introduces_syntax_errors(valid, broken, language) is True
+    assert introduces_syntax_errors(broken, valid, language) is False
+
+
+def test_counts_missing_and_error_nodes():
+    # One MISSING ")" and nothing else.
+    assert syntax_error_count("print(1\n", "python") == 1
+    assert syntax_error_count("x = (1,\ny = 2\nz = [3\n", "python") >= 2
+
+
+def test_same_error_count_is_not_an_introduction():
+    before = "def f(:\n    pass\n"
+    after = "def f(:\n    return 1\n"
+    assert syntax_error_count(before, "python") == syntax_error_count(after, "python") > 0
+    assert introduces_syntax_errors(before, after, "python") is False
+
+
+def test_unknown_language_is_error_free():
+    assert syntax_error_count("{{{ ((( ", "plaintext") == 0
+    assert syntax_error_count("{{{", None) == 0
+    assert introduces_syntax_errors("", "{{{", "cobol") is False
+
+
+def test_lsp_language_ids_are_accepted():
+    assert syntax_error_count("const a = <b>{x</b>;", "typescriptreact") >= 1
+    assert syntax_error_count("int f() { return 1; }", "c++") == 0
