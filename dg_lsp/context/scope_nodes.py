@@ -130,8 +130,6 @@ def scope_name(node: Node, language: str) -> str | None:
     name = node.child_by_field_name("name")
     if name is not None:
         return _text(name)
-    if language == "java" and node.type == "compact_constructor_declaration":
-        return None
     parent = node.parent
     if parent is not None and parent.type in _JS_NAME_PARENTS:
         return _text(parent.child_by_field_name(_JS_NAME_PARENTS[parent.type]))

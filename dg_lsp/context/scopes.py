@@ -32,6 +32,9 @@ MAX_LINES_ABOVE = 2000
 MAX_LINES_BELOW = 1000
 # Tree-sitter parses a few MB/s: this keeps the worst region to tens of ms.
 MAX_REGION_CHARS = 150_000
+# How much further up to look when the first region parses to nothing useful.
+RETRY_LINES = 400
+RETRY_CHARS = 40_000
 # Non-indented lines just above a start that continue its declaration
 # (`static int` above `foo(void)`, decorators above `def`).
 MAX_HEADER_LINES = 3
@@ -126,11 +129,14 @@ def find_scopes(
     if region is None:
         return []
     top, bottom = region
-    source, hole_start, hole_end = _region_source(doc, top, bottom, start, end)
-    try:
-        nodes, has_error = _scope_nodes(parser, source, hole_start, hole_end, language, indent_width)
-    except (ValueError, RuntimeError):
-        nodes, has_error = [], True
+    nodes, has_error = _parse_scopes(parser, doc, (top, bottom), start, end, language, indent_width)
+    if not nodes and has_error and top > doc.first:
+        # The top-level heuristic can cut mid-construct (unindented bodies,
+        # column-0 lines inside strings); look further out once.
+        top, bottom = _wider(doc, top, -1), _wider(doc, bottom, 1)
+        nodes, has_error = _parse_scopes(
+            parser, doc, (top, bottom), start, end, language, indent_width
+        )
     if language == "python" and has_error:
         by_indent = python_scopes_by_indent(doc, start[0], indent_width, top)
         if len(by_indent) > len(nodes):
@@ -139,6 +145,37 @@ def find_scopes(
     # (a Python body can end above a cursor on a deeper-indented blank line).
     last_line = max(top, bottom - 1)
     return [_describe(node, language, top, end[0], last_line) for node in nodes]
+
+
+def _parse_scopes(
+    parser: Parser,
+    doc: DocumentLines,
+    region: tuple[int, int],
+    start: tuple[int, int],
+    end: tuple[int, int],
+    language: str,
+    indent_width: int,
+) -> tuple[list[Node], bool]:
+    source, hole_start, hole_end = _region_source(doc, *region, start, end)
+    try:
+        return _scope_nodes(parser, source, hole_start, hole_end, language, indent_width)
+    except (ValueError, RuntimeError):
+        return [], True
+
+
+def _wider(doc: DocumentLines, boundary: int, step: int) -> int:
+    """A region boundary moved up (step -1) or down (step 1) within the retry limits."""
+    budget = RETRY_CHARS
+    if step < 0:
+        limit = max(doc.first, boundary - RETRY_LINES)
+    else:
+        limit = min(doc.stop, boundary + RETRY_LINES)
+    while boundary != limit:
+        budget -= len(doc.content(boundary - 1 if step < 0 else boundary)) + 1
+        if budget < 0:
+            break
+        boundary += step
+    return boundary
 
 
 def _region_source(

@@ -17,7 +17,7 @@ def _function(index: int) -> list[str]:
         f'    """Handle request number {index} and write a response, retrying on failure."""',
         "    attempt = 0",
         "    while attempt < retries:",
-        f"        status = request.send(payload={{'id': {index}, 'try': attempt}}, timeout=timeout)",
+        f"        status = request.send(payload={{'id': {index}, 'try': attempt}}, t=timeout)",
         "        if status.ok:",
         "            return response.write(status.body)",
         "        attempt += 1",

@@ -170,7 +170,10 @@ def test_unknown_language_gives_plain_windows():
 
 
 def test_non_bmp_characters_count_as_one_column():
-    source = 'def greet(name):\n    msg = "h\u00e9llo \U0001f600 w\u00f6rld \U0001f389"; n = len(msg)\n    return n\n'
+    source = (
+        'def greet(name):\n    msg = "h\u00e9llo \U0001f600 w\u00f6rld \U0001f389"; n = len(msg)\n'
+        "    return n\n"
+    )
     line, column = at(source, "n = len")
     ctx = extract_context(source, "python", line, column + 1)
 
