@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from dg_lsp.context.document import DocumentLines, leading_whitespace
 from dg_lsp.context.indentation import cursor_indent, opens_block
 from dg_lsp.context.languages import normalize_language
-from dg_lsp.context.scopes import MAX_LINES_ABOVE, MAX_LINES_BELOW, Scope, find_scopes
+from dg_lsp.context.scopes import REACH_ABOVE, REACH_BELOW, Scope, find_scopes
 from dg_lsp.context.windows import CHARS_PER_TOKEN, build_windows
 
 FUNCTION_KINDS = frozenset({"function", "method"})
@@ -65,7 +65,7 @@ def extract_context(
     """
     first_line = min(line, end[0]) if end is not None else line
     last_line = max(line, end[0]) if end is not None else line
-    reach = (_reach(prefix_budget, MAX_LINES_ABOVE), _reach(suffix_budget, MAX_LINES_BELOW))
+    reach = (_reach(prefix_budget, REACH_ABOVE), _reach(suffix_budget, REACH_BELOW))
     doc = DocumentLines(text, (first_line, last_line), reach)
     language = normalize_language(language_id)
     start = doc.clamp(line, column)

@@ -14,6 +14,7 @@ no scopes at all.
 from __future__ import annotations
 
 import re
+
 from tree_sitter import Node, Parser
 
 from dg_lsp.context.document import DocumentLines, leading_whitespace
@@ -38,6 +39,9 @@ RETRY_CHARS = 40_000
 # Non-indented lines just above a start that continue its declaration
 # (`static int` above `foo(void)`, decorators above `def`).
 MAX_HEADER_LINES = 3
+# The most lines a parse may read on each side of the hole.
+REACH_ABOVE = MAX_LINES_ABOVE + MAX_HEADER_LINES + RETRY_LINES
+REACH_BELOW = MAX_LINES_BELOW + RETRY_LINES
 
 _CLOSERS = tuple(")]}")
 _REPAIR_SEPARATORS = ("", ";")
@@ -89,14 +93,14 @@ def parse_region(
 
 def _region_top(doc: DocumentLines, first: int, language: str, budget: int) -> tuple[int, int]:
     """First line of the region (within a character budget) and the budget left."""
-    top = first
+    top, spent = first, 0
     limit = max(doc.first, first - MAX_LINES_ABOVE)
     up_budget = budget * 2 // 3  # the head of a construct matters more than its tail
     while top > limit and not is_top_level_start(doc.content(top), language):
         cost = len(doc.content(top - 1)) + 1
-        if cost > up_budget:
+        if spent + cost > up_budget:
             break
-        up_budget -= cost
+        spent += cost
         top -= 1
     for _ in range(MAX_HEADER_LINES):
         above = doc.content(top - 1) if top > doc.first else ""
@@ -104,9 +108,9 @@ def _region_top(doc: DocumentLines, first: int, language: str, budget: int) -> t
             break
         if above.startswith(_CLOSERS) or above.startswith(comment_starts(language)):
             break
-        up_budget -= len(above) + 1
+        spent += len(above) + 1
         top -= 1
-    return top, budget - (budget * 2 // 3 - up_budget)
+    return top, budget - spent
 
 
 def find_scopes(
@@ -279,10 +283,9 @@ def _encloses(
 
 
 def _skip_back(root: Node, source: bytes, offset: int) -> int:
-    """Move ``offset`` back over whitespace and comments."""
+    """Move ``offset`` back over whitespace and comments (at most 100 of them)."""
     for _ in range(100):
-        while offset > 0 and source[offset - 1] in b" \t\r\n\f":
-            offset -= 1
+        offset = len(source[:offset].rstrip(b" \t\r\n\f"))
         if offset == 0:
             return 0
         node = root.descendant_for_byte_range(offset - 1, offset - 1)
