@@ -84,6 +84,7 @@ local function open_file()
   if not c then
     return nil
   end
+  results.offset_encoding = c.offset_encoding
   local status = wait_for('server ready', 90000, function()
     local s = server_status(c)
     return s and s.state ~= 'loading' and s.state ~= 'idle' and s
@@ -121,8 +122,19 @@ local function complete_and_accept(bufnr)
   results.before_accept = before
   results.after_accept = buffer_text(bufnr)
   results.cursor_after_accept = api.nvim_win_get_cursor(0)
-  vim.cmd.stopinsert()
-  sleep(50)
+  -- A real <Esc>: :stopinsert from a timer only takes effect at the next typed key.
+  api.nvim_feedkeys(vim.keycode('<Esc>'), 'n', false)
+  wait_for('back in normal mode', 2000, function()
+    return api.nvim_get_mode().mode == 'n'
+  end)
+  -- Let requests still in flight settle, as a person would: Neovim 0.12's inline completion
+  -- keeps its 200 ms debounce timer running after InsertLeave, and the server lets a newer
+  -- request for a document supersede a queued older one, :DgFill included.
+  sleep(400)
+  wait_for('server idle', 10000, function()
+    local s = server_status(client())
+    return s and not s.busy and s.queue == 0
+  end)
 end
 
 -- 3. :DgFill on a charwise visual selection; record the edit the server sent back.
@@ -153,7 +165,15 @@ local function fill_selection(bufnr)
   results.after_fill = buffer_text(bufnr)
 end
 
--- 4. :checkhealth dg_lsp
+-- 4. :DgStatus reports the server state in the message area.
+local function dgstatus()
+  vim.cmd('DgStatus')
+  results.dgstatus = wait_for('DgStatus message', 5000, function()
+    return vim.fn.execute('messages'):match('dg%-lsp: ready[^\n]*')
+  end)
+end
+
+-- 5. :checkhealth dg_lsp
 local function checkhealth()
   vim.cmd('checkhealth dg_lsp')
   sleep(100)
@@ -168,6 +188,7 @@ local function main()
     local bufnr = api.nvim_get_current_buf()
     complete_and_accept(bufnr)
     fill_selection(bufnr)
+    dgstatus()
     checkhealth()
   end
   finish()

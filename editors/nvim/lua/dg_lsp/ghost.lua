@@ -1,0 +1,242 @@
+--- Built-in ghost-text renderer for Neovim 0.10/0.11 (or when `ghost_text = 'fallback'`).
+---
+--- In insert mode, every cursor move or edit hides the suggestion, cancels the request in
+--- flight and, after `debounce_ms`, asks `textDocument/inlineCompletion` again. An answer
+--- is shown only if the buffer and cursor are still where the request was made.
+local lsp = require('dg_lsp.lsp')
+
+local api = vim.api
+local M = {}
+
+M.ns = api.nvim_create_namespace('dg_lsp.ghost')
+api.nvim_set_hl(0, 'DgLspGhost', { link = 'Comment', default = true })
+
+local TRIGGER_AUTOMATIC = 2 -- lsp.InlineCompletionTriggerKind.Automatic
+
+---@class (private) dg_lsp.Suggestion
+---@field client_id integer
+---@field lines string[] Text that replaces the range.
+---@field range integer[] {start_row, start_col, end_row, end_col}, bytes, 0-based.
+---@field command? lsp.Command
+---@field tick integer Buffer changedtick it was made for.
+
+---@class (private) dg_lsp.GhostState
+---@field timer uv.uv_timer_t
+---@field debounce_ms integer
+---@field pending? { client_id: integer, id: integer }
+---@field suggestion? dg_lsp.Suggestion
+
+---@type table<integer, dg_lsp.GhostState>
+local buffers = {}
+
+local function cancel(state)
+  local pending = state.pending
+  state.pending = nil
+  local client = pending and vim.lsp.get_client_by_id(pending.client_id)
+  if client then
+    lsp.cancel(client, pending.id)
+  end
+end
+
+--- Hide the suggestion of `bufnr` and cancel its request.
+function M.dismiss(bufnr)
+  local state = buffers[bufnr]
+  if state then
+    state.timer:stop()
+    cancel(state)
+    state.suggestion = nil
+  end
+  if api.nvim_buf_is_valid(bufnr) then
+    api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
+  end
+end
+
+--- Turn the item into a suggestion at `cursor` ({row 1-based, byte col}), or nil if it
+--- adds nothing there.
+local function to_suggestion(bufnr, client, item, cursor)
+  local text = type(item.insertText) == 'table' and item.insertText.value or item.insertText
+  if type(text) ~= 'string' or text == '' then
+    return nil
+  end
+  local row, col = cursor[1] - 1, cursor[2]
+  local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
+  local range = { row, col, row, col }
+  if item.range then
+    local s, e = item.range.start, item.range['end']
+    local eline = api.nvim_buf_get_lines(bufnr, e.line, e.line + 1, true)[1] or ''
+    range = {
+      s.line,
+      lsp.byte_col(line, s.character, client.offset_encoding),
+      e.line,
+      lsp.byte_col(eline, e.character, client.offset_encoding),
+    }
+  end
+  if range[1] ~= row or range[2] > col then
+    return nil -- the range must start on the cursor line, at or before the cursor
+  end
+  -- What was typed between the range start and the cursor must match the suggestion.
+  local typed = line:sub(range[2] + 1, col)
+  if text:sub(1, #typed) ~= typed or #text == #typed then
+    return nil
+  end
+  return {
+    client_id = client.id,
+    lines = vim.split(text, '\n', { plain = true }),
+    range = range,
+    command = item.command,
+    tick = api.nvim_buf_get_changedtick(bufnr),
+    ghost = vim.split(text:sub(#typed + 1), '\n', { plain = true }),
+  }
+end
+
+local function show(bufnr, suggestion, cursor)
+  api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
+  local ghost = suggestion.ghost
+  local virt_lines = {}
+  for i = 2, #ghost do
+    virt_lines[#virt_lines + 1] = { { ghost[i], 'DgLspGhost' } }
+  end
+  api.nvim_buf_set_extmark(bufnr, M.ns, cursor[1] - 1, cursor[2], {
+    virt_text = { { ghost[1], 'DgLspGhost' } },
+    virt_text_pos = 'inline',
+    virt_lines = #virt_lines > 0 and virt_lines or nil,
+    hl_mode = 'combine',
+  })
+end
+
+local function request(bufnr)
+  local state = buffers[bufnr]
+  local client = lsp.get_client(bufnr)
+  if not state or not client or api.nvim_get_current_buf() ~= bufnr then
+    return
+  end
+  if not api.nvim_get_mode().mode:match('^i') then
+    return
+  end
+  cancel(state)
+  local cursor = api.nvim_win_get_cursor(0)
+  local tick = api.nvim_buf_get_changedtick(bufnr)
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  params.context = { triggerKind = TRIGGER_AUTOMATIC }
+  local id
+  local function on_result(err, result)
+    if not state.pending or state.pending.id ~= id then
+      return -- superseded or cancelled
+    end
+    state.pending = nil
+    if err or not result or not api.nvim_buf_is_valid(bufnr) then
+      return
+    end
+    local now = api.nvim_win_get_cursor(0)
+    local stale = api.nvim_get_current_buf() ~= bufnr
+      or api.nvim_buf_get_changedtick(bufnr) ~= tick
+      or now[1] ~= cursor[1]
+      or now[2] ~= cursor[2]
+      or not api.nvim_get_mode().mode:match('^i')
+    if stale then
+      return
+    end
+    for _, item in ipairs(result.items or result) do
+      local suggestion = to_suggestion(bufnr, client, item, cursor)
+      if suggestion then
+        state.suggestion = suggestion
+        show(bufnr, suggestion, cursor)
+        return
+      end
+    end
+  end
+  local ok
+  ok, id = lsp.request(client, 'textDocument/inlineCompletion', params, on_result, bufnr)
+  if ok and id then
+    state.pending = { client_id = client.id, id = id }
+  end
+end
+
+--- Hide the current suggestion and ask again once the user pauses.
+local function on_change(bufnr)
+  local state = buffers[bufnr]
+  M.dismiss(bufnr)
+  state.timer:start(state.debounce_ms, 0, vim.schedule_wrap(function()
+    request(bufnr)
+  end))
+end
+
+function M.is_enabled(bufnr)
+  return buffers[bufnr] ~= nil
+end
+
+--- Whether a suggestion is shown in `bufnr`.
+function M.visible(bufnr)
+  local state = buffers[bufnr]
+  return state ~= nil
+    and state.suggestion ~= nil
+    and state.suggestion.tick == api.nvim_buf_get_changedtick(bufnr)
+end
+
+--- Insert the shown suggestion. Returns false when there is none. The edit is scheduled, so
+--- this can run inside an `<expr>` mapping.
+function M.accept(bufnr)
+  if not M.visible(bufnr) then
+    return false
+  end
+  local s = buffers[bufnr].suggestion
+  M.dismiss(bufnr)
+  vim.schedule(function()
+    local r = s.range
+    api.nvim_buf_set_text(bufnr, r[1], r[2], r[3], r[4], s.lines)
+    local last = s.lines[#s.lines]
+    local col = (#s.lines == 1 and r[2] or 0) + #last
+    if api.nvim_get_current_buf() == bufnr then
+      api.nvim_win_set_cursor(0, { r[1] + #s.lines, col })
+    end
+    local client = s.command and vim.lsp.get_client_by_id(s.client_id)
+    if client then
+      lsp.request(client, 'workspace/executeCommand', s.command, nil, bufnr)
+    end
+  end)
+  return true
+end
+
+---@param cfg dg_lsp.Config
+function M.enable(bufnr, cfg)
+  if buffers[bufnr] then
+    buffers[bufnr].debounce_ms = cfg.debounce_ms
+    return
+  end
+  buffers[bufnr] = { timer = assert(vim.uv.new_timer()), debounce_ms = cfg.debounce_ms }
+  local group = api.nvim_create_augroup('dg_lsp.ghost.' .. bufnr, { clear = true })
+  api.nvim_create_autocmd({ 'InsertEnter', 'CursorMovedI', 'TextChangedI' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      on_change(bufnr)
+    end,
+  })
+  api.nvim_create_autocmd({ 'InsertLeave', 'BufLeave' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.dismiss(bufnr)
+    end,
+  })
+  api.nvim_create_autocmd({ 'BufUnload', 'BufWipeout' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      M.disable(bufnr)
+    end,
+  })
+end
+
+function M.disable(bufnr)
+  local state = buffers[bufnr]
+  if not state then
+    return
+  end
+  M.dismiss(bufnr)
+  state.timer:close()
+  buffers[bufnr] = nil
+  pcall(api.nvim_del_augroup_by_name, 'dg_lsp.ghost.' .. bufnr)
+end
+
+return M

@@ -1,0 +1,152 @@
+--- dg-lsp for Neovim: attach buffers, accept suggestions, fill selections, show status.
+--- Configuration lives in `vim.g.dg_lsp` (see `:h dg_lsp-config`); `setup()` is optional.
+local config = require('dg_lsp.config')
+local lsp = require('dg_lsp.lsp')
+
+local api = vim.api
+local M = {}
+
+--- Which renderer each buffer uses: 'native' or 'fallback'.
+---@type table<integer, string>
+local renderers = {}
+
+local function notify(msg, level)
+  vim.notify('dg-lsp: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- Insert the shown suggestion in `bufnr` (default: current). Returns false when none is shown.
+function M.accept(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if renderers[bufnr] == 'native' then
+    return vim.lsp.inline_completion.get({ bufnr = bufnr })
+  end
+  return require('dg_lsp.ghost').accept(bufnr)
+end
+
+local function set_keymaps(bufnr, cfg)
+  local key = cfg.keymaps.accept
+  if not key then
+    return
+  end
+  vim.keymap.set('i', key, function()
+    if M.accept(bufnr) then
+      return ''
+    end
+    return key
+  end, { buffer = bufnr, expr = true, desc = 'dg-lsp: accept the suggestion' })
+end
+
+local function on_attach(client, bufnr)
+  local cfg = config.get()
+  local renderer = config.renderer(cfg)
+  renderers[bufnr] = renderer
+  if renderer == 'native' then
+    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+  else
+    require('dg_lsp.ghost').enable(bufnr, cfg)
+  end
+  set_keymaps(bufnr, cfg)
+end
+
+--- Start the server for `bufnr` (or attach it to the running server).
+function M.attach(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if vim.bo[bufnr].buftype ~= '' then
+    return nil
+  end
+  return lsp.start(config.get(), bufnr, on_attach)
+end
+
+--- The renderer a buffer uses ('native', 'fallback'), or nil when not attached.
+function M.renderer(bufnr)
+  return renderers[(bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr]
+end
+
+--- Regenerate a range with the text around it as context; the server applies the edit.
+--- `opts.range == 2` with the `'<`/`'>` marks on `line1`/`line2` uses the visual selection;
+--- otherwise whole lines `line1`..`line2`.
+---@param opts { bufnr?: integer, line1: integer, line2: integer, range?: integer, on_done?: fun(err, result) }
+function M.fill(opts)
+  local bufnr = opts.bufnr or api.nvim_get_current_buf()
+  local client = lsp.get_client(bufnr)
+  if not client then
+    notify('no dg-lsp server is attached to this buffer', vim.log.levels.WARN)
+    return
+  end
+  local s, e = api.nvim_buf_get_mark(bufnr, '<'), api.nvim_buf_get_mark(bufnr, '>')
+  local mode = 'V'
+  if opts.range == 2 and s[1] == opts.line1 and e[1] == opts.line2 then
+    mode = vim.fn.visualmode()
+  else
+    s, e = { opts.line1, 0 }, { opts.line2, 0 }
+  end
+  local range = lsp.selection_range(bufnr, s, e, mode, client.offset_encoding)
+  local params = {
+    command = 'dgLsp.fillSelection',
+    arguments = { { uri = vim.uri_from_bufnr(bufnr), range = range } },
+  }
+  lsp.request(client, 'workspace/executeCommand', params, function(err, result)
+    if err then
+      notify('fill failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif type(result) == 'table' and result.applied == false then
+      notify('nothing filled: ' .. tostring(result.error or 'the edit was not applied'), vim.log.levels.WARN)
+    end
+    if opts.on_done then
+      opts.on_done(err, result)
+    end
+  end, bufnr)
+end
+
+--- Show the server status (`dgLsp.status`) in the message area.
+function M.status()
+  local client = lsp.get_client()
+  if not client then
+    notify('no dg-lsp server is attached to this buffer', vim.log.levels.WARN)
+    return
+  end
+  local params = { command = 'dgLsp.status', arguments = {} }
+  lsp.request(client, 'workspace/executeCommand', params, function(err, s)
+    if err or type(s) ~= 'table' then
+      notify('status failed: ' .. (err and err.message or 'no answer'), vim.log.levels.ERROR)
+      return
+    end
+    local latency = type(s.lastLatencyMs) == 'number' and ('%.0f ms'):format(s.lastLatencyMs) or 'none yet'
+    local state = (s.state == 'ready' and s.busy) and 'busy' or s.state
+    notify(('%s: %s on %s, queue %d, last completion %s%s'):format(
+      state, s.model, s.device, s.queue or 0, latency, s.error and (' — ' .. s.error) or ''))
+  end)
+end
+
+--- Stop the server and start it again for every buffer it served.
+function M.restart()
+  local client = lsp.get_client()
+  if not client then
+    return M.attach(0)
+  end
+  local attached = vim.tbl_keys(client.attached_buffers)
+  lsp.stop(client)
+  local timer = assert(vim.uv.new_timer())
+  -- vim.lsp.start would reuse the client until it has fully exited.
+  timer:start(100, 100, vim.schedule_wrap(function()
+    if not timer:is_closing() and not vim.lsp.get_client_by_id(client.id) then
+      timer:close()
+      for _, bufnr in ipairs(attached) do
+        if api.nvim_buf_is_loaded(bufnr) then
+          M.attach(bufnr)
+        end
+      end
+    end
+  end))
+end
+
+--- Optional: merge `opts` into `vim.g.dg_lsp` and attach already-open buffers.
+function M.setup(opts)
+  vim.g.dg_lsp = vim.tbl_extend('force', vim.g.dg_lsp or {}, opts or {})
+  for _, bufnr in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(bufnr) and config.wants(vim.bo[bufnr].filetype) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,33 @@
+-- dg-lsp: inline completions from a block-diffusion language server. See `:h dg_lsp`.
+-- Only cheap wiring here; everything else loads on first use from lua/dg_lsp/.
+if vim.g.loaded_dg_lsp or vim.fn.has('nvim-0.10') == 0 then
+  return
+end
+vim.g.loaded_dg_lsp = true
+
+vim.api.nvim_create_autocmd('FileType', {
+  group = vim.api.nvim_create_augroup('dg_lsp', { clear = true }),
+  desc = 'Start dg-lsp for supported filetypes',
+  callback = function(args)
+    if require('dg_lsp.config').wants(vim.bo[args.buf].filetype) then
+      require('dg_lsp').attach(args.buf)
+    end
+  end,
+})
+
+vim.api.nvim_create_user_command('DgFill', function(opts)
+  require('dg_lsp').fill({ line1 = opts.line1, line2 = opts.line2, range = opts.range })
+end, { range = true, desc = 'dg-lsp: regenerate the visual selection (or the given lines)' })
+
+vim.api.nvim_create_user_command('DgStatus', function()
+  require('dg_lsp').status()
+end, { desc = 'dg-lsp: show the server status' })
+
+vim.api.nvim_create_user_command('DgRestart', function()
+  require('dg_lsp').restart()
+end, { desc = 'dg-lsp: restart the server' })
+
+vim.keymap.set('i', '<Plug>(dg-lsp-accept)', function()
+  require('dg_lsp').accept()
+end, { desc = 'dg-lsp: accept the suggestion' })
+vim.keymap.set('x', '<Plug>(dg-lsp-fill)', ':DgFill<CR>', { silent = true, desc = 'dg-lsp: fill the selection' })

