@@ -36,7 +36,8 @@ def test_humaneval_with_baselines_and_steps(tiny_model_dir, tmp_path, capsys):
         assert row["pass_at_1"] is not None and {"p50", "p95", "max"} <= set(row["latency_ms"])
     diffusion = report["rows"][0]
     assert diffusion["steps"] <= 1 and diffusion["latency_ms"]["encode_p50"] is not None
-    assert all(s["exec_status"] in ("passed", "failed", "timeout", "syntax_error", "crashed") for s in report["samples"])
+    statuses = {s["exec_status"] for s in report["samples"]}
+    assert statuses <= {"passed", "failed", "timeout", "syntax_error", "crashed"}
     assert "| diffusion | engine | 1 | single-line | python | 3 |" in stdout
     assert "| ar | engine | - | single-line | python | 3 |" in stdout
     assert (tmp_path / "he.latency_cdf.png").stat().st_size > 0

@@ -1,0 +1,1 @@
+"""The benchmark harness (`dg-lsp bench`): task sources, runners, metrics, reports. See README.md."""

@@ -1,0 +1,168 @@
+"""`dg-lsp bench`: command line of the benchmark harness.
+
+    dg-lsp bench repo PATH [--kinds single-line=50,body] [--per-kind 40] [--languages python,go]
+    dg-lsp bench humaneval [--split single-line|multi-line|random-span-light] [--data-dir DIR]
+    dg-lsp bench tasks FILE.jsonl
+    dg-lsp bench compare A.json B.json
+
+Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (repeatable),
+--steps 4,8,16, --temperature, --entropy-bound, --length-strategy, --hole-lengths, --canvas,
+--n, --seed, --model, --device, --dtype, --out FILE.json (plus PNG plots beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from dg_lsp.bench import executor, report
+from dg_lsp.bench.runners import RunSettings
+from dg_lsp.bench.tasks import HUMANEVAL_SPLITS, KINDS
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _setting(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def parse_kinds(text: str, per_kind: int) -> dict[str, int]:
+    """`single-line=50,body` -> {"single-line": 50, "body": per_kind}; unknown kinds are an error."""
+    counts = {}
+    for item in filter(None, text.replace(" ", "").split(",")):
+        kind, _, count = item.partition("=")
+        if kind not in KINDS:
+            raise argparse.ArgumentTypeError(f"unknown hole kind {kind!r}; kinds: {', '.join(KINDS)}")
+        counts[kind] = int(count) if count else per_kind
+    return counts
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("run")
+    g.add_argument("--via", choices=("engine", "lsp"), default="engine",
+                   help="call the engine directly, or drive `dg-lsp serve` over stdio (default: engine)")
+    g.add_argument("--baseline", action="append", choices=("ar", "empty"), default=[],
+                   help="also run a baseline: ar = same weights autoregressive on the prefix; empty = empty completion")
+    g.add_argument("--steps", type=_ints, default=(16,),
+                   help="max denoising steps; several (4,8,16) also plot quality against steps")
+    g.add_argument("--temperature", type=float, default=0.0, help="start temperature (0 = greedy; default 0)")
+    g.add_argument("--entropy-bound", type=float, default=0.1)
+    g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
+    g.add_argument("--hole-lengths", type=_ints, default=(4, 8, 16, 32), help="candidates of --length-strategy search")
+    g.add_argument("--canvas", type=int, default=None, help="pad-fill hole length (default: the model's canvas)")
+    g.add_argument("--max-new-tokens", type=int, default=64, help="ar baseline token budget")
+    g.add_argument("--max-prompt-tokens", type=int, default=1024)
+    g.add_argument("--lsp-setting", action="append", type=_setting, default=[], metavar="KEY=VALUE",
+                   help="extra dgLsp server setting for --via lsp (value parsed as JSON), e.g. maxLines=30")
+    g.add_argument("--n", type=int, default=None, help="at most this many tasks (seeded random choice)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--model", default=None, help="model directory (default: the embedded model)")
+    g.add_argument("--device", default="auto", help="auto|cpu|cuda")
+    g.add_argument("--dtype", default="auto", help="auto|float32|bfloat16")
+    g.add_argument("--out", default=None, help="write the JSON report here, and PNG plots beside it")
+    g.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per test program")
+    g.add_argument("--exec-workers", type=int, default=2)
+    g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dg-lsp bench", description="Benchmark completion quality and speed.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    repo = sub.add_parser("repo", help="holes mined from a directory of code")
+    repo.add_argument("path")
+    repo.add_argument("--kinds", default=",".join(KINDS), help="kinds, each optionally =COUNT (default: all)")
+    repo.add_argument("--per-kind", type=int, default=40, help="holes per kind and language (default 40)")
+    repo.add_argument("--languages", default=None, help="comma-separated languages (default: all found)")
+    he = sub.add_parser("humaneval", help="HumanEval-Infilling, scored by pass@1")
+    he.add_argument("--split", choices=sorted(HUMANEVAL_SPLITS), default="single-line")
+    he.add_argument("--data-dir", default=None, help="folder of the HumanEval-*.jsonl.gz files")
+    tasks = sub.add_parser("tasks", help="a JSONL of tasks with the HumanEval-Infilling fields")
+    tasks.add_argument("file")
+    for p in (repo, he, tasks):
+        _run_options(p)
+    cmp = sub.add_parser("compare", help="deltas between two reports (B - A)")
+    cmp.add_argument("a")
+    cmp.add_argument("b")
+    return parser
+
+
+def load_tasks(args) -> tuple[list, dict]:
+    from dg_lsp.bench import tasks as T
+
+    if args.command == "repo":
+        from dg_lsp.bench.files import discover
+        from dg_lsp.bench.mining import mine
+
+        languages = set(args.languages.split(",")) if args.languages else None
+        files = discover(args.path, languages)
+        found = mine(files, parse_kinds(args.kinds, args.per_kind), seed=args.seed)
+        source = {"type": "repo", "path": args.path, "split": None, "files": len(files)}
+    elif args.command == "humaneval":
+        found = T.load_humaneval(args.split, args.data_dir)
+        source = {"type": "humaneval", "path": args.data_dir or str(T.default_data_dir()), "split": args.split}
+    else:
+        found = T.load_tasks_jsonl(args.file)
+        source = {"type": "tasks", "path": args.file, "split": None}
+    source["seed"] = args.seed
+    return T.subsample(found, args.n, args.seed), source
+
+
+def run(args, argv: list[str]) -> int:
+    from dg_lsp.bench.harness import BenchOptions, run_benchmark
+
+    tasks, source = load_tasks(args)
+    if not tasks:
+        print("no tasks found", file=sys.stderr)
+        return 1
+    settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
+                           length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
+                           max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    options = BenchOptions(via=args.via, baselines=tuple(dict.fromkeys(args.baseline)), steps=args.steps,
+                           settings=settings, model=args.model, device=args.device, dtype=args.dtype,
+                           limits=executor.Limits(timeout_s=args.exec_timeout), exec_workers=args.exec_workers,
+                           progress=not args.no_progress, lsp_settings=dict(args.lsp_setting))
+    result = run_benchmark(tasks, options, source, command="dg-lsp bench " + shlex.join(argv))
+    print(report.markdown_table(result["rows"]))
+    if args.out:
+        from dg_lsp.bench.plots import write_plots
+
+        report.write_json(result, args.out)
+        written = [args.out] + [str(p) for p in write_plots(result, args.out)]
+        print("\nwrote " + ", ".join(written), file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.command == "compare":
+            print(report.compare_table(report.load_json(args.a), report.load_json(args.b)))
+            return 0
+        return run(args, argv)
+    except (FileNotFoundError, ValueError, argparse.ArgumentTypeError) as exc:
+        print(f"dg-lsp bench: error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # the engine's ModelLoadError, or a server that cannot start
+        print(f"dg-lsp bench: {exc}", file=sys.stderr)
+        return 1

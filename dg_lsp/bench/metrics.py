@@ -1,0 +1,117 @@
+"""Scores of one completion (exact match, edit similarity, syntax validity) and summaries of many.
+
+Definitions:
+- exact match: predicted middle == ground truth, trailing whitespace of each line ignored
+  (line structure, so a missing newline, still counts);
+- edit similarity: 1 - Levenshtein(pred, truth) / max(len(pred), len(truth)), on characters
+  (1.0 when both are empty);
+- syntax valid: the file with the completion applied has no more tree-sitter ERROR/MISSING
+  nodes than the original file (None when no grammar exists for the language); for Python,
+  also compiles when the original does (tree-sitter-python accepts an empty block, so a
+  deleted function body would otherwise count as valid). Compiling does not run the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Sequence
+
+from dg_lsp.context.languages import get_parser
+from dg_lsp.context.syntax import syntax_error_count
+
+
+def normalize(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def exact_match(pred: str, truth: str) -> bool:
+    return normalize(pred) == normalize(truth)
+
+
+def levenshtein(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return len(a)
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def edit_similarity(pred: str, truth: str) -> float:
+    longest = max(len(pred), len(truth))
+    if longest == 0:
+        return 1.0
+    # Trim the common head and tail first: the DP is quadratic and most of a near-miss is shared.
+    head = 0
+    while head < min(len(pred), len(truth)) and pred[head] == truth[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(pred), len(truth)) - head and pred[-1 - tail] == truth[-1 - tail]:
+        tail += 1
+    distance = levenshtein(pred[head:len(pred) - tail], truth[head:len(truth) - tail])
+    return 1.0 - distance / longest
+
+
+def python_compiles(text: str) -> bool:
+    try:
+        compile(text, "<completion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+
+
+def syntax_valid(original: str, edited: str, language: str) -> bool | None:
+    if get_parser(language) is None:
+        return None
+    if syntax_error_count(edited, language) > syntax_error_count(original, language):
+        return False
+    if language == "python" and python_compiles(original):
+        return python_compiles(edited)
+    return True
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in 0..100), like numpy's default; None for no values."""
+    xs = sorted(v for v in values if v is not None)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def mean(values: Sequence[float | bool | None]) -> float | None:
+    xs = [float(v) for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarize(samples: list[dict]) -> dict:
+    """One result row's metrics from its samples (see `report.py` for the field list)."""
+    total = [s["latency_ms"] for s in samples]
+    tokens = [s["generated_tokens"] for s in samples if s.get("generated_tokens") is not None]
+    busy_ms = sum(s["latency_ms"] for s in samples if s.get("generated_tokens") is not None)
+    return {
+        "n": len(samples),
+        "exact_match": mean([s["exact_match"] for s in samples]),
+        "edit_similarity": mean([s["edit_similarity"] for s in samples]),
+        "pass_at_1": mean([s["passed"] for s in samples]),
+        "syntax_valid": mean([s["syntax_valid"] for s in samples]),
+        "errors": sum(1 for s in samples if s.get("error")),
+        "latency_ms": {
+            "p50": percentile(total, 50), "p95": percentile(total, 95), "max": max(total, default=None),
+            "mean": mean(total),
+            "encode_p50": percentile([s.get("encode_ms") for s in samples], 50),
+            "denoise_p50": percentile([s.get("denoise_ms") for s in samples], 50),
+            "engine_p50": percentile([s.get("engine_ms") for s in samples], 50),
+        },
+        "steps": mean([s.get("steps") for s in samples]),
+        "tokens_per_forward": mean([s.get("tokens_per_forward") for s in samples]),
+        "generated_tokens": mean([s.get("generated_tokens") for s in samples]),
+        "tokens_per_s": (sum(tokens) / (busy_ms / 1000.0)) if tokens and busy_ms > 0 else None,
+    }

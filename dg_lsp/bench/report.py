@@ -1,0 +1,175 @@
+"""The benchmark report: rows grouped by configuration, kind and language; JSON, Markdown, compare.
+
+JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
+
+    {
+      "schema": "dg-lsp-bench/1",
+      "created": "2025-01-01T12:00:00+00:00",       # UTC, ISO 8601
+      "command": "dg-lsp bench humaneval --split single-line --n 300 ...",
+      "source": {"type": "repo" | "humaneval" | "tasks", "path": str, "split": str | null,
+                 "n_tasks": int, "seed": int},
+      "model": str | null, "device": str | null, "dtype": str | null,
+      "configs": [{                                  # one per (mode, via, --steps value)
+          "label": "diffusion/engine s=16",
+          "mode": "diffusion" | "ar" | "empty", "via": "engine" | "lsp" | "none",
+          "max_steps": int | null,                   # null for ar and empty
+          "temperature": float, "entropy_bound": float, "length_strategy": str,
+          "hole_lengths": [int] | null, "canvas": int | null,  # null via lsp (the server's own)
+          "max_new_tokens": int,
+          "server_settings": {...},                  # via lsp only: the dgLsp settings sent
+          "peak_memory_mb": float | null,            # see peak_memory_kind
+          "peak_memory_kind": "cuda_max_allocated" | "process_max_rss" | "server_max_rss" | null,
+          "wall_s": float                            # generation wall time, tests excluded
+      }],
+      "rows": [{                                     # per config x kind x language, plus
+          "label": str, "mode": str, "via": str,     #   kind = language = "all" per config
+          "max_steps": int | null,                   #   when it has several groups
+          "kind": "line-rest" | "single-line" | "multi-line" | "body" | "random-span" | "all",
+          "language": str,
+          "n": int,
+          "exact_match": float,                      # fractions in 0..1
+          "edit_similarity": float,
+          "pass_at_1": float | null,                 # null where tasks have no tests
+          "syntax_valid": float | null,              # null without a grammar
+          "errors": int,                             # failed requests (scored as empty)
+          "latency_ms": {"p50", "p95", "max", "mean",   # floats | null; wall time per completion
+                         "encode_p50", "denoise_p50",   #   engine phases (via engine only)
+                         "engine_p50"},                 #   engine total (via lsp: from dgLsp.status)
+          "steps": float | null,                     # mean denoising steps (ar: tokens decoded)
+          "tokens_per_forward": float | null,
+          "generated_tokens": float | null,          # mean per completion
+          "tokens_per_s": float | null,              # generated tokens / latency, summed
+          "peak_memory_mb": float | null             # the config's, repeated per row
+      }],
+      "samples": [{"label", "task_id", "kind", "language", "completion", "exact_match",
+                   "edit_similarity", "syntax_valid", "passed", "exec_status", "latency_ms",
+                   "encode_ms", "denoise_ms", "engine_ms", "steps", "tokens_per_forward",
+                   "generated_tokens", "error"}]
+    }
+
+Metric definitions are in `metrics.py`; pass@1 is one greedy (or seeded) sample per task.
+Fields are only ever added within one schema version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from dg_lsp.bench.metrics import summarize
+
+SCHEMA = "dg-lsp-bench/1"
+CONFIG_KEYS = ("label", "mode", "via", "max_steps")
+
+
+def build_rows(configs: list[dict], samples: list[dict]) -> list[dict]:
+    by_label: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        by_label[s["label"]].append(s)
+    rows = []
+    for config in configs:
+        mine = by_label.get(config["label"], [])
+        groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for s in mine:
+            groups[(s["kind"], s["language"])].append(s)
+        keyed = sorted(groups.items())
+        if len(keyed) > 1:
+            keyed.append((("all", "all"), mine))
+        for (kind, language), group in keyed:
+            row = {k: config.get(k) for k in CONFIG_KEYS}
+            row.update(kind=kind, language=language, **summarize(group))
+            row["peak_memory_mb"] = config.get("peak_memory_mb")
+            rows.append(row)
+    return rows
+
+
+def write_json(report: dict, path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+def load_json(path: str | Path) -> dict:
+    report = json.loads(Path(path).read_text(encoding="utf-8"))
+    if report.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not a {SCHEMA} report (schema={report.get('schema')!r})")
+    return report
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _num(x, digits: int = 0) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = ["mode", "via", "steps", "kind", "lang", "n", "EM %", "ES %", "pass@1 %", "syntax %",
+            "p50 ms", "p95 ms", "max ms", "engine (enc/den) p50 ms", "steps used", "tok/fwd", "tok/s", "peak MB"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lat = r["latency_ms"]
+        split = _num(lat.get("engine_p50"))
+        if lat["encode_p50"] is not None:
+            split += f" ({lat['encode_p50']:.0f}/{_num(lat['denoise_p50'])})"
+        cells = [r["mode"], r["via"], _num(r["max_steps"]), r["kind"], r["language"], str(r["n"]),
+                 _pct(r["exact_match"]), _pct(r["edit_similarity"]), _pct(r["pass_at_1"]), _pct(r["syntax_valid"]),
+                 _num(lat["p50"]), _num(lat["p95"]), _num(lat["max"]), split, _num(r["steps"], 1),
+                 _num(r["tokens_per_forward"], 2), _num(r["tokens_per_s"], 1), _num(r.get("peak_memory_mb"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+COMPARED = (("exact_match", "EM %", _pct), ("edit_similarity", "ES %", _pct), ("pass_at_1", "pass@1 %", _pct),
+            ("syntax_valid", "syntax %", _pct), ("latency_ms.p50", "p50 ms", _num), ("latency_ms.p95", "p95 ms", _num),
+            ("tokens_per_forward", "tok/fwd", lambda x: _num(x, 2)))
+
+
+def _get(row: dict, dotted: str):
+    value = row
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _row_key(row: dict, with_steps: bool = True) -> tuple:
+    key = (row["mode"], row["via"], row["kind"], row["language"])
+    return key + (row["max_steps"],) if with_steps else key
+
+
+def match_rows(a: list[dict], b: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of rows describing the same thing: same mode, via, kind, language, and steps when
+    both sides have them (falls back to ignoring steps when that pairs rows one to one)."""
+    exact = {_row_key(r): r for r in b}
+    loose: dict[tuple, list[dict]] = defaultdict(list)
+    for r in b:
+        loose[_row_key(r, False)].append(r)
+    pairs = []
+    for r in a:
+        other = exact.get(_row_key(r))
+        if other is None and len(loose[_row_key(r, False)]) == 1:
+            other = loose[_row_key(r, False)][0]
+        if other is not None:
+            pairs.append((r, other))
+    return pairs
+
+
+def compare_table(a: dict, b: dict) -> str:
+    """Markdown: per matched row, each metric as `A -> B (delta)`; fractions in percentage points."""
+    head = ["mode", "via", "steps", "kind", "lang", "n"] + [title for _, title, _ in COMPARED]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for ra, rb in match_rows(a["rows"], b["rows"]):
+        steps = _num(ra["max_steps"]) if ra["max_steps"] == rb["max_steps"] else \
+            f"{_num(ra['max_steps'])}->{_num(rb['max_steps'])}"
+        cells = [ra["mode"], ra["via"], steps, ra["kind"], ra["language"], f"{ra['n']}/{rb['n']}"]
+        for field, _, fmt in COMPARED:
+            va, vb = _get(ra, field), _get(rb, field)
+            if va is None or vb is None:
+                cells.append(f"{fmt(va)} -> {fmt(vb)}")
+                continue
+            scale = 100 if fmt is _pct else 1
+            cells.append(f"{fmt(va)} -> {fmt(vb)} ({(vb - va) * scale:+.{2 if field == 'tokens_per_forward' else 1}f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

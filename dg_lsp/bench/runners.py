@@ -1,0 +1,162 @@
+"""Runners: produce one completion per task through the engine (diffusion, autoregressive) or not at all.
+
+Every runner returns a `Completion`: an edit of the document the editor would hold
+(`prefix + suffix`, the hole removed) plus timings. Engine runners insert at the hole; the
+LSP runner (`lsp_runner.py`) returns whatever range the server's item replaces.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+
+from dg_lsp.bench.tasks import Task
+
+LINE_KINDS = ("line-rest", "single-line")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The knobs of one benchmark configuration (one value of --steps)."""
+
+    steps: int = 16
+    temperature: float = 0.0
+    entropy_bound: float = 0.1
+    length_strategy: str = "auto"  # auto | pad | search
+    hole_lengths: tuple[int, ...] = (4, 8, 16, 32)
+    canvas: int | None = None  # pad-fill hole length; None: the model's canvas_length
+    max_prompt_tokens: int = 1024
+    max_new_tokens: int = 64  # autoregressive baseline
+    seed: int = 0
+
+
+@dataclass
+class Completion:
+    text: str
+    start: int  # the edit replaces document[start:end], document = prefix + suffix
+    end: int
+    latency_ms: float
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    steps: int | None = None
+    tokens_per_forward: float | None = None
+    generated_tokens: int | None = None
+    error: str | None = None
+
+
+def insertion(task: Task, text: str, latency_ms: float, **kw) -> Completion:
+    return Completion(text, len(task.prefix), len(task.prefix), latency_ms, **kw)
+
+
+def cut_at_block_end(text: str, first_indent: int | None = None) -> str:
+    """Keep the lines of a continuation up to the first non-blank line indented less than its first line."""
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    for line in lines:
+        if line.strip():
+            indent = len(line) - len(line.lstrip())
+            if first_indent is None:
+                first_indent = indent
+            elif indent < first_indent:
+                break
+        kept.append(line)
+    return "".join(kept)
+
+
+def shape_continuation(task: Task, text: str) -> str:
+    """Turn a left-to-right continuation into a hole filling for the task's kind (AR baseline only).
+
+    Line kinds stop at the end of the line (single-line keeps the newline, line-rest drops it);
+    multi-line kinds stop where the block the hole starts in ends.
+    """
+    if task.kind in LINE_KINDS:
+        line = text.split("\n", 1)[0]
+        return line + "\n" if task.kind == "single-line" else line
+    last_line = task.prefix.rsplit("\n", 1)[-1]
+    if last_line.strip():  # the hole starts mid-line: the block is the one of that line
+        return cut_at_block_end(last_line + text, len(last_line) - len(last_line.lstrip()))[len(last_line):]
+    return cut_at_block_end(text)
+
+
+def peak_memory(device: str | None) -> dict:
+    """Peak memory so far: CUDA allocator peak on a GPU, else the harness process's peak RSS."""
+    if device and str(device).startswith("cuda"):
+        import torch
+
+        return {"mb": torch.cuda.max_memory_allocated() / 2**20, "kind": "cuda_max_allocated"}
+    return {"mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "kind": "process_max_rss"}
+
+
+class EngineRunner:
+    """Diffusion infill through `Engine.infill`, the engine called directly."""
+
+    mode, via = "diffusion", "engine"
+
+    def __init__(self, engine, settings: RunSettings):
+        from dg_lsp.engine import DenoiseParams
+
+        self.engine, self.settings = engine, settings
+        self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
+                                    entropy_bound=settings.entropy_bound, seed=settings.seed)
+        if settings.canvas:
+            # The pad-fill hole is the model's canvas length; the engine exposes no per-request knob.
+            engine.runner.canvas_length = settings.canvas
+        _reset_cuda_peak(engine)
+
+    def complete(self, task: Task) -> Completion:
+        from dg_lsp.engine import InfillRequest
+
+        s = self.settings
+        request = InfillRequest(prefix=task.prefix, suffix=task.suffix, params=self.params,
+                                length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
+                                max_prompt_tokens=s.max_prompt_tokens)
+        t0 = time.perf_counter()
+        result = self.engine.infill(request)
+        latency = (time.perf_counter() - t0) * 1000.0
+        return insertion(task, result.text, latency, timings_ms=dict(result.timings_ms), steps=result.steps,
+                         tokens_per_forward=result.tokens_per_forward, generated_tokens=result.generated_tokens)
+
+    def peak_memory(self) -> dict:
+        return peak_memory(self.engine.loaded.device)
+
+    def close(self) -> None:
+        pass  # the engine is shared between runners; the caller closes it
+
+
+class AutoregressiveRunner(EngineRunner):
+    """The same weights' encoder decoding greedily on the prefix alone (`--baseline ar`)."""
+
+    mode = "ar"
+
+    def complete(self, task: Task) -> Completion:
+        s = self.settings
+        t0 = time.perf_counter()
+        result = self.engine.autoregressive(task.prefix, max_new_tokens=s.max_new_tokens,
+                                            stop_at_newline=task.kind in LINE_KINDS,
+                                            max_prompt_tokens=s.max_prompt_tokens)
+        latency = (time.perf_counter() - t0) * 1000.0
+        return insertion(task, shape_continuation(task, result.text), latency, timings_ms=dict(result.timings_ms),
+                         steps=result.steps, tokens_per_forward=result.tokens_per_forward,
+                         generated_tokens=result.generated_tokens)
+
+
+class EmptyRunner:
+    """The empty completion (`--baseline empty`): the floor that tests which never need the hole pass."""
+
+    mode, via = "empty", "none"
+
+    def complete(self, task: Task) -> Completion:
+        return insertion(task, "", 0.0)
+
+    def peak_memory(self) -> dict:
+        return {"mb": None, "kind": None}
+
+    def close(self) -> None:
+        pass
+
+
+def _reset_cuda_peak(engine) -> None:
+    if str(engine.loaded.device).startswith("cuda"):
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()

@@ -1,0 +1,83 @@
+"""Report rows, the Markdown table, compare, and how completions are applied and scored."""
+
+from __future__ import annotations
+
+from dg_lsp.bench import report
+from dg_lsp.bench.lsp_runner import LspRunner, offset_of, utf16_position
+from dg_lsp.bench.runners import Completion, shape_continuation
+from dg_lsp.bench.scoring import apply_completion, score
+from dg_lsp.bench.tasks import Task, infer_kind
+
+TASK = Task("t1", "line-rest", "python", prefix="def f(x):\n    return x", middle=" + 1", suffix="\n")
+
+
+def test_apply_insertion_and_lsp_range():
+    assert apply_completion(TASK, Completion(" + 1", 22, 22, 1.0)) == ("def f(x):\n    return x + 1\n", " + 1")
+    # An item replacing the whole line keeps the text before the cursor: the middle is what it adds.
+    item = Completion("    return x + 1", 10, 22, 1.0)
+    assert apply_completion(TASK, item) == ("def f(x):\n    return x + 1\n", " + 1")
+    assert score(TASK, item)["exact_match"] is True
+    # An item that rewrites the text before the cursor is scored as what it inserts.
+    edited, middle = apply_completion(TASK, Completion("    yield x", 10, 22, 1.0))
+    assert edited == "def f(x):\n    yield x\n" and middle == "    yield x"
+
+
+def test_utf16_positions_round_trip():
+    text = "a = '😀é'\nb"
+    offset = text.index("'", 5) + 1  # after the closing quote
+    pos = utf16_position(text, offset)
+    assert pos == {"line": 0, "character": 9}
+    assert offset_of(text, pos) == offset
+    assert offset_of(text, {"line": 1, "character": 1}) == len(text)
+
+
+def test_lsp_item_conversion():
+    doc = TASK.prefix + TASK.suffix
+    c = LspRunner._to_completion(TASK, doc, {"insertText": " + 1"}, 5.0, None)
+    assert (c.start, c.end, c.text) == (22, 22, " + 1")
+    c = LspRunner._to_completion(TASK, doc, {"insertText": {"kind": "snippet", "value": "x"},
+                                             "range": {"start": {"line": 1, "character": 4},
+                                                       "end": {"line": 1, "character": 12}}}, 5.0, None)
+    assert (c.start, c.end, c.text) == (14, 22, "x")
+    assert LspRunner._to_completion(TASK, doc, None, 5.0, "timeout").error == "timeout"
+
+
+def test_shape_continuation_for_the_ar_baseline():
+    line = Task("t", "single-line", "python", "def f():\n", "    return 1\n", "")
+    assert shape_continuation(line, "    return 1\n    more\n") == "    return 1\n"
+    rest = Task("t", "line-rest", "python", "x = ", "1", "\n")
+    assert shape_continuation(rest, "1\nprint(x)\n") == "1"
+    block = Task("t", "multi-line", "python", "def f():\n", "    a = 1\n    return a\n", "")
+    assert shape_continuation(block, "    a = 1\n\n    return a\ndef g():\n") == "    a = 1\n\n    return a\n"
+    assert infer_kind("x") == "line-rest" and infer_kind("x\n") == "single-line"
+    assert infer_kind("a\nb\n") == "multi-line"
+
+
+def _report(em: float, label: str = "diffusion/engine s=8") -> dict:
+    configs = [{"label": label, "mode": "diffusion", "via": "engine", "max_steps": 8, "peak_memory_mb": 100.0}]
+    samples = []
+    for i, kind in enumerate(["single-line", "single-line", "body", "body"]):
+        samples.append({"label": label, "task_id": str(i), "kind": kind, "language": "python",
+                        "exact_match": i < 4 * em, "edit_similarity": 0.5, "passed": None, "syntax_valid": True,
+                        "latency_ms": 50.0 + i, "encode_ms": 5.0, "denoise_ms": 40.0, "steps": 8,
+                        "tokens_per_forward": 1.5, "generated_tokens": 12, "error": None})
+    return {"schema": report.SCHEMA, "configs": configs, "rows": report.build_rows(configs, samples),
+            "samples": samples}
+
+
+def test_rows_table_and_compare(tmp_path):
+    a, b = _report(0.25), _report(0.75)
+    rows = a["rows"]
+    assert [(r["kind"], r["language"], r["n"]) for r in rows] == [("body", "python", 2), ("single-line", "python", 2),
+                                                                  ("all", "all", 4)]
+    for field in ("kind", "language", "mode", "n", "exact_match", "edit_similarity", "pass_at_1", "syntax_valid",
+                  "tokens_per_forward"):
+        assert field in rows[0]
+    assert rows[0]["pass_at_1"] is None and rows[-1]["exact_match"] == 0.25
+    assert rows[0]["latency_ms"]["p50"] is not None and rows[0]["latency_ms"]["p95"] is not None
+    table = report.markdown_table(rows)
+    assert table.count("\n") == 4 and "| diffusion | engine | 8 | all | all | 4 | 25.0 |" in table
+    report.write_json(a, tmp_path / "a.json")
+    report.write_json(b, tmp_path / "b.json")
+    delta = report.compare_table(report.load_json(tmp_path / "a.json"), report.load_json(tmp_path / "b.json"))
+    assert "25.0 -> 75.0 (+50.0)" in delta
