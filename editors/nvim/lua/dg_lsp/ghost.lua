@@ -61,7 +61,7 @@ local function to_suggestion(bufnr, client, item, cursor)
   local row, col = cursor[1] - 1, cursor[2]
   local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
   local range = { row, col, row, col }
-  if item.range then
+  if type(item.range) == 'table' then
     local s, e = item.range.start, item.range['end']
     local eline = api.nvim_buf_get_lines(bufnr, e.line, e.line + 1, true)[1] or ''
     range = {
@@ -83,7 +83,7 @@ local function to_suggestion(bufnr, client, item, cursor)
     client_id = client.id,
     lines = vim.split(text, '\n', { plain = true }),
     range = range,
-    command = item.command,
+    command = type(item.command) == 'table' and item.command or nil,
     tick = api.nvim_buf_get_changedtick(bufnr),
     ghost = vim.split(text:sub(#typed + 1), '\n', { plain = true }),
   }

@@ -48,12 +48,12 @@ end
 local function check_status(client)
   local params = { command = 'dgLsp.status', arguments = {} }
   local response = lsp.request_sync(client, 'workspace/executeCommand', params, 2000)
-  local s = response and response.result
-  if not response or response.err or type(s) ~= 'table' then
+  local s = response and lsp.parse_status(response.result)
+  if not response or response.err or not s then
     local why = response and response.err and response.err.message or 'no answer within 2 s'
     health.warn('dgLsp.status: ' .. why)
   elseif s.state == 'error' then
-    health.error(('server error: %s'):format(s.error or 'unknown'), { 'See :DgStatus and :LspLog' })
+    health.error(('server error: %s'):format(tostring(s.error or 'unknown')), { 'See :DgStatus and :LspLog' })
   elseif s.state == 'loading' then
     health.info(('loading %s on %s'):format(s.model, s.device))
   else

@@ -89,7 +89,8 @@ function M.fill(opts)
     if err then
       notify('fill failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
     elseif type(result) == 'table' and result.applied == false then
-      notify('nothing filled: ' .. tostring(result.error or 'the edit was not applied'), vim.log.levels.WARN)
+      local why = result.error ~= vim.NIL and result.error or 'the edit was not applied'
+      notify('nothing filled: ' .. tostring(why), vim.log.levels.WARN)
     end
     if opts.on_done then
       opts.on_done(err, result)
@@ -105,15 +106,16 @@ function M.status()
     return
   end
   local params = { command = 'dgLsp.status', arguments = {} }
-  lsp.request(client, 'workspace/executeCommand', params, function(err, s)
-    if err or type(s) ~= 'table' then
+  lsp.request(client, 'workspace/executeCommand', params, function(err, result)
+    local s = lsp.parse_status(result)
+    if err or not s then
       notify('status failed: ' .. (err and err.message or 'no answer'), vim.log.levels.ERROR)
       return
     end
     local latency = type(s.lastLatencyMs) == 'number' and ('%.0f ms'):format(s.lastLatencyMs) or 'none yet'
     local state = (s.state == 'ready' and s.busy) and 'busy' or s.state
     notify(('%s: %s on %s, queue %d, last completion %s%s'):format(
-      state, s.model, s.device, s.queue or 0, latency, s.error and (' — ' .. s.error) or ''))
+      state, s.model, s.device, s.queue, latency, s.error and (' — ' .. tostring(s.error)) or ''))
   end)
 end
 

@@ -65,6 +65,21 @@ function M.start(cfg, bufnr, on_attach)
   })
 end
 
+--- The `dgLsp.status` answer with JSON nulls (vim.NIL) as nil, or nil when it is not a table.
+function M.parse_status(result)
+  if type(result) ~= 'table' then
+    return nil
+  end
+  local s = {}
+  for k, v in pairs(result) do
+    if v ~= vim.NIL then
+      s[k] = v
+    end
+  end
+  s.model, s.device, s.queue = s.model or '?', s.device or '?', tonumber(s.queue) or 0
+  return s
+end
+
 --- Byte column `col` of buffer line `row` (0-based) as a character offset in `encoding`.
 function M.character(bufnr, row, col, encoding)
   if col == 0 then
