@@ -12,6 +12,7 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
+  State,
   TransportKind,
   WorkDoneProgress,
   WorkDoneProgressCreateRequest,
@@ -61,7 +62,18 @@ export class DgLspClient implements vscode.Disposable {
       });
       return;
     }
-    this.subscriptions.push(this.trackProgress(client));
+    this.subscriptions.push(
+      this.trackProgress(client),
+      // The client restarts a crashed server by itself; follow it so polling resumes.
+      client.onDidChangeState(({ newState }) => {
+        if (newState === State.Running) {
+          this.statusBar.update({ lifecycle: 'running', status: undefined });
+          this.schedulePoll(0);
+        } else if (newState === State.Stopped && this.client === client) {
+          this.statusBar.update({ lifecycle: 'stopped', progress: undefined });
+        }
+      }),
+    );
     this.statusBar.update({ lifecycle: 'running' });
     this.schedulePoll(0);
   }
@@ -73,7 +85,11 @@ export class DgLspClient implements vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     if (client?.isRunning()) {
-      await client.stop();
+      try {
+        await client.stop();
+      } catch (error) {
+        this.output.warn(`Stopping the server failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
     }
     this.statusBar.update({ lifecycle: 'stopped', progress: undefined });
   }
