@@ -47,7 +47,7 @@ def _noise(ids, where, sampler, gen):
 def line_infill(model, sampler: CanvasSampler, n_batches: int, batch_size: int, steps: int = 8) -> dict[str, float]:
     """Single-line infill from a fully noised hole: one-step accuracy and multi-step exact match."""
     gen = torch.Generator().manual_seed(1234)
-    mid_hit = mid_n = pad_hit = pad_n = em = n_holes = 0
+    mid_hit = mid_n = pad_hit = pad_n = em = n_holes = fin_mid = fin_pad = 0
     old_multi, sampler.multi_line_prob = getattr(sampler, "multi_line_prob", 0.3), 0.0
     try:
         for i in range(n_batches):
@@ -71,9 +71,11 @@ def line_infill(model, sampler: CanvasSampler, n_batches: int, batch_size: int, 
             ok = ((final == target) | ~sup).view(B, -1, sampler.L).all(-1)
             has = sup.view(B, -1, sampler.L).any(-1)
             em += int((ok & has).sum()); n_holes += int(has.sum())
+            fin_mid += int((final == target)[is_mid].sum()); fin_pad += int((final == target)[is_pad].sum())
     finally:
         sampler.multi_line_prob = old_multi
     return {"line_acc_t1": mid_hit / max(1, mid_n), "pad_acc_t1": pad_hit / max(1, pad_n),
+            f"line_acc_{steps}steps": fin_mid / max(1, mid_n), f"pad_acc_{steps}steps": fin_pad / max(1, pad_n),
             f"line_em_{steps}steps": em / max(1, n_holes), "line_holes": n_holes}
 
 

@@ -98,8 +98,8 @@ for Python code infill by `python -m dg_lsp.train` (package `dg_lsp.train`).
 Metric definitions: `heldout_diff_loss` diffusion cross-entropy at t ~ U(0.001, 1) without
 self-conditioning; `heldout_ar_loss` encoder next-token cross-entropy; `line_acc_t1` one-step argmax
 accuracy on the middle tokens of single whole-line holes from a fully noised canvas; `pad_acc_t1`
-the same on the pad tail; `line_em_8steps` exact match of the whole hole after 8 confidence-ordered
-denoising steps.
+the same on the pad tail; `line_acc_8steps`/`pad_acc_8steps` the same after 8 confidence-ordered denoising
+steps (self-conditioning on); `line_em_8steps` exact match of the whole hole after those steps.
 """
 
 
