@@ -104,3 +104,12 @@ def merge(base: Settings, raw: dict[str, Any] | None) -> tuple[Settings, list[st
 def engine_key(settings: Settings) -> tuple:
     """Settings that need a model reload when they change."""
     return (settings.model, settings.device, settings.dtype, settings.trust_remote_code)
+
+
+def camel_case(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def settings_json(settings: Settings) -> dict[str, Any]:
+    return {camel_case(f.name): getattr(settings, f.name) for f in fields(Settings)}

@@ -89,6 +89,7 @@ class CompletionService:
             result = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             infill.cancel.set()  # $/cancelRequest: the loop stops within one denoising step
+            log.info("request cancelled by the client; stopping the denoising loop")
             raise
         if result.cancelled:
             return None

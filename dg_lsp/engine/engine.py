@@ -16,7 +16,7 @@ from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fi
 from .denoise import DenoiseLoop
 from .loader import LoadedModel, load_model
 from .runner import ModelRunner
-from .types import InfillRequest, InfillResult
+from .types import DenoiseParams, InfillRequest, InfillResult
 from .worker import Job, Worker
 
 
@@ -64,7 +64,7 @@ class Engine:
         return self.worker.submit(job).result()
 
     def warmup(self) -> InfillResult:
-        return self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n"))
+        return self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(max_steps=2)))
 
     def status(self) -> dict:
         return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +25,17 @@ class Job:
     superseded: Callable[[], Any]  # value to resolve a superseded job with
     future: Future = field(default_factory=Future)
     enqueued: float = field(default_factory=time.monotonic)
+
+
+def _resolve(future: Future, value: Any = None, error: BaseException | None = None) -> None:
+    """Set a result unless the caller already cancelled the future (asyncio.wrap_future does that)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+    except InvalidStateError:
+        pass
 
 
 class Worker:
@@ -46,7 +57,7 @@ class Worker:
                 for old in self._queue:
                     if old.doc_key == job.doc_key:
                         old.cancel.set()
-                        old.future.set_result(old.superseded())
+                        _resolve(old.future, old.superseded())
                     else:
                         keep.append(old)
                 self._queue = keep
@@ -70,7 +81,7 @@ class Worker:
             self._closed = True
             for job in self._queue:
                 job.cancel.set()
-                job.future.set_result(job.superseded())
+                _resolve(job.future, job.superseded())
             self._queue = []
             if self._running is not None:
                 self._running.cancel.set()
@@ -86,15 +97,18 @@ class Worker:
                     return
                 job = self._queue.pop(0)
                 self._running = job
+            outcome: tuple[Any, BaseException | None] | None = None
             try:
-                if job.cancel.is_set():
-                    result = job.superseded()
+                # From here on a caller's cancel() cannot flip the future; the job's cancel flag stops it.
+                if job.future.set_running_or_notify_cancel():
+                    outcome = (job.superseded() if job.cancel.is_set() else job.fn(), None)
                 else:
-                    result = job.fn()
-                job.future.set_result(result)
+                    job.cancel.set()
             except BaseException as exc:  # noqa: BLE001 - the worker must survive any job
                 log.exception("engine job failed")
-                job.future.set_exception(exc)
+                outcome = (None, exc)
             finally:
                 with self._cond:
-                    self._running = None
+                    self._running = None  # before resolving, so "busy" is false once a caller has its answer
+            if outcome is not None:
+                _resolve(job.future, outcome[0], outcome[1])

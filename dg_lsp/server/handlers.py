@@ -7,6 +7,8 @@ import logging
 
 from lsprotocol import types
 
+from dg_lsp.config import settings_json
+
 from .server import FILL_SELECTION, STATUS, DgLspServer
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ def register(server: DgLspServer) -> None:
         except (IndexError, KeyError, TypeError, ValueError):
             log.warning("%s needs [{uri, range}], got %r", FILL_SELECTION, args)
             return {"applied": False, "error": "expected arguments [{uri, range}]"}
-        answer = await ls.complete_at(uri, rng.start, rng.end, automatic=False)
+        answer = await ls.complete_at(uri, rng.start, rng.end, automatic=False, queue_key=f"fill:{uri}")
         if answer is None:
             return {"applied": False, "error": "no completion (document not open, or model unavailable)"}
         completion, edit_range = answer
@@ -74,7 +76,7 @@ def register(server: DgLspServer) -> None:
 
     @server.command(STATUS)
     def status(ls: DgLspServer, *args):
-        return ls.holder.status()
+        return dict(ls.holder.status(), settings=settings_json(ls.settings))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DgLspServer, *args):

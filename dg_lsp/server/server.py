@@ -113,7 +113,9 @@ class DgLspServer(LanguageServer):
         return doc, source, doc.lines
 
     async def complete_at(self, uri: str, start: types.Position, end: types.Position | None,
-                          automatic: bool) -> tuple[Completion, types.Range] | None:
+                          automatic: bool, queue_key: str | None = None) -> tuple[Completion, types.Range] | None:
+        """`queue_key` names the supersession queue: inline requests for a document replace each other;
+        an explicit fill has its own key so a stray as-you-type request cannot cancel it."""
         snap = self.snapshot(uri)
         if snap is None:
             return None
@@ -127,7 +129,7 @@ class DgLspServer(LanguageServer):
         if service is None:
             return None
         req = CompletionRequest(text=source, language_id=doc.language_id, line=s[0], column=s[1],
-                                end=None if end is None else e, automatic=automatic, doc_key=uri)
+                                end=None if end is None else e, automatic=automatic, doc_key=queue_key or uri)
         req = _to_newline_coordinates(req, lines, source)
         completion = await service.complete(req)
         if completion is None:
