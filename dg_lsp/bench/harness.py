@@ -14,14 +14,15 @@ from dataclasses import dataclass, field, replace
 from tqdm import tqdm
 
 from dg_lsp.bench import executor, report, scoring
-from dg_lsp.bench.runners import AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, RunSettings
+from dg_lsp.bench.runners import (AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, NoSuffixRunner,
+                                  RunSettings)
 from dg_lsp.bench.tasks import Task
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     via: str = "engine"  # engine | lsp
-    baselines: tuple[str, ...] = ()  # ar, empty
+    baselines: tuple[str, ...] = ()  # ar, nosuffix, empty
     steps: tuple[int, ...] = (16,)
     settings: RunSettings = field(default_factory=RunSettings)
     model: str | None = None
@@ -59,6 +60,9 @@ def plan(options: BenchOptions) -> list[Config]:
                       replace(options.settings, steps=n), n, options.lsp_settings) for n in options.steps]
     if "ar" in options.baselines:
         configs.append(Config("ar/engine", "ar", "engine", options.settings, None))
+    if "nosuffix" in options.baselines:
+        configs += [Config(f"nosuffix/engine s={n}", "nosuffix", "engine", replace(options.settings, steps=n), n)
+                    for n in options.steps]
     if "empty" in options.baselines:
         configs.append(Config("empty", "empty", "none", options.settings, None))
     return configs
@@ -88,6 +92,8 @@ def make_runner(config: Config, options: BenchOptions, engines: _Engines):
         return EmptyRunner()
     if config.mode == "ar":
         return AutoregressiveRunner(engines.get(), config.settings)
+    if config.mode == "nosuffix":
+        return NoSuffixRunner(engines.get(), config.settings)
     if config.via == "lsp":
         from dg_lsp.bench.lsp_runner import LspRunner
 

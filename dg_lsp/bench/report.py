@@ -11,7 +11,7 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
       "model": str | null, "device": str | null, "dtype": str | null,
       "configs": [{                                  # one per (mode, via, --steps value)
           "label": "diffusion/engine s=16",
-          "mode": "diffusion" | "ar" | "empty", "via": "engine" | "lsp" | "none",
+          "mode": "diffusion" | "ar" | "nosuffix" | "empty", "via": "engine" | "lsp" | "none",
           "max_steps": int | null,                   # null for ar and empty
           "temperature": float, "entropy_bound": float, "length_strategy": str,
           "hole_lengths": [int] | null, "canvas": int | null,  # null via lsp (the server's own)

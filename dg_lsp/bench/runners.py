@@ -107,14 +107,26 @@ class EngineRunner:
         from dg_lsp.engine import InfillRequest
 
         s = self.settings
-        request = InfillRequest(prefix=task.prefix, suffix=task.suffix, params=self.params,
-                                length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
-                                max_prompt_tokens=s.max_prompt_tokens)
+        request = InfillRequest(prefix=task.prefix, suffix=task.suffix if self.use_suffix else "",
+                                params=self.params, length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
+                                max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix)
         t0 = time.perf_counter()
         result = self.engine.infill(request)
         latency = (time.perf_counter() - t0) * 1000.0
-        return insertion(task, result.text, latency, timings_ms=dict(result.timings_ms), steps=result.steps,
-                         tokens_per_forward=result.tokens_per_forward, generated_tokens=result.generated_tokens)
+        return insertion(task, self.shape(task, result.text), latency, timings_ms=dict(result.timings_ms),
+                         steps=result.steps, tokens_per_forward=result.tokens_per_forward,
+                         generated_tokens=result.generated_tokens)
+
+    use_suffix = True
+
+    def shape(self, task: Task, text: str) -> str:
+        """Line kinds keep one line, as the AR baseline's output is shaped (same rule for every mode)."""
+        from dg_lsp.completion.postprocess import strip_control
+
+        text = strip_control(text)
+        if task.kind in LINE_KINDS:
+            return shape_continuation(task, text)
+        return text
 
     def peak_memory(self) -> dict:
         return peak_memory(self.engine.loaded.device)
@@ -138,6 +150,18 @@ class AutoregressiveRunner(EngineRunner):
         return insertion(task, shape_continuation(task, result.text), latency, timings_ms=dict(result.timings_ms),
                          steps=result.steps, tokens_per_forward=result.tokens_per_forward,
                          generated_tokens=result.generated_tokens)
+
+
+class NoSuffixRunner(EngineRunner):
+    """Diffusion with no suffix at all (`--baseline nosuffix`): a continuation canvas, shaped like AR output."""
+
+    mode = "nosuffix"
+    use_suffix = False
+
+    def shape(self, task: Task, text: str) -> str:
+        from dg_lsp.completion.postprocess import strip_control
+
+        return shape_continuation(task, strip_control(text))
 
 
 class EmptyRunner:
