@@ -29,12 +29,14 @@ class Settings:
     length_strategy: str = "auto"  # auto | pad | search
     prefix_tokens: int = 1024
     suffix_tokens: int = 256
-    deadline_ms: float | None = None  # step budget per request; None = no deadline
+    deadline_ms: float | None = 1000.0  # step budget of one computation; None = no deadline
     automatic_trigger: bool = True  # answer automatic (as-you-type) requests
     max_lines: int = 8  # at most this many lines in one inline suggestion
     max_document_chars: int = 20_000_000  # larger documents get no completions
     seed: int = 0
     trust_remote_code: bool = False
+    prefix_cache: bool = True  # reuse a document's encoder cache where the next prompt agrees with it
+    completion_cache: bool = True  # recent suggestions, typing-through, taking over in-flight computations
 
 
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),

@@ -1,5 +1,13 @@
 """CompletionService: document snapshot + position -> context -> engine -> finished text.
 
+One service lives as long as its engine and keeps what makes typing fast (DESIGN.md §2):
+- each document has at most one request waiting and one computation; a newer request
+  answers the older one empty at once (`DocumentSlots`);
+- recent suggestions are served again for the same context, and typed through: typing the
+  start of a shown, cached or in-flight suggestion gets the rest of it without the model;
+- the prompt starts at a stable anchor (`window.stable_prefix`), so the engine's prefix cache
+  encodes only what was typed.
+
 No protocol types here: the server converts LSP positions (UTF-16) to code-point columns
 before calling, and converts the answer back.
 """
@@ -14,9 +22,13 @@ from dataclasses import dataclass, field
 
 from dg_lsp.config import Settings
 from dg_lsp.context import extract_context, introduces_syntax_errors
+from dg_lsp.context.windows import CHARS_PER_TOKEN
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
+from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .postprocess import finish
+from .slots import Computation, DocumentSlots
+from .window import stable_prefix
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +43,10 @@ class CompletionRequest:
     automatic: bool = False  # typed-through trigger (vs. explicitly invoked)
     doc_key: str | None = None
 
+    @property
+    def is_selection(self) -> bool:
+        return self.end is not None and self.end != (self.line, self.column)
+
 
 @dataclass
 class Completion:
@@ -39,6 +55,7 @@ class Completion:
     end: tuple[int, int]
     result: InfillResult | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    source: str = "computed"  # computed | cache | typed (typed through a suggestion) | inflight
 
 
 def params_from(settings: Settings) -> DenoiseParams:
@@ -65,42 +82,155 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
     return ordered[0][0]
 
 
+@dataclass
+class _Prepared:
+    req: CompletionRequest
+    ctx: object  # dg_lsp.context.CodeContext
+    suggestion: SuggestionContext
+    t0: float
+    context_ms: float
+
+
 class CompletionService:
     def __init__(self, engine: Engine, settings: Settings):
         self.engine = engine
         self.settings = settings
+        self.cache = SuggestionCache()
+        self.slots = DocumentSlots()
+        self.stats = {"requests": 0, "computed": 0, "superseded": 0, "cancelled": 0, "cacheExact": 0,
+                      "cacheTyped": 0, "inflightAdopted": 0, "inflightTyped": 0, "empty": 0}
+        self._typical_ms: float | None = None  # running estimate of one computation, for adoption
 
-    def _context(self, req: CompletionRequest):
-        s = self.settings
-        return extract_context(req.text, req.language_id, req.line, req.column, end=req.end,
-                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
-
-    async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
+    # -- context --------------------------------------------------------------------------------
+    def _prepare(self, req: CompletionRequest) -> _Prepared:
         t0 = time.perf_counter()
-        ctx = await asyncio.to_thread(self._context, req)
-        t_ctx = (time.perf_counter() - t0) * 1000
-        infill = InfillRequest(prefix=ctx.prefix, suffix=ctx.suffix, params=params_from(self.settings),
-                               length_strategy=self.settings.length_strategy,
-                               max_prompt_tokens=self.settings.prefix_tokens, doc_key=req.doc_key)
-        if cancel is not None:
-            infill.cancel = cancel
-        future = self.engine.submit(infill)
-        try:
-            result = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            infill.cancel.set()  # $/cancelRequest: the loop stops within one denoising step
-            log.info("request cancelled by the client; stopping the denoising loop")
-            raise
-        if result.cancelled:
-            return None
+        s = self.settings
+        ctx = extract_context(req.text, req.language_id, req.line, req.column, end=req.end,
+                              prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
+        budget = int(s.prefix_tokens * CHARS_PER_TOKEN)
+        prefix, cursor = stable_prefix(req.text, ctx.start[0], ctx.start[1], budget)
+        variant = (s.max_steps, s.temperature, s.entropy_bound, s.seed, s.deadline_ms, s.length_strategy,
+                   s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
+        suggestion = SuggestionContext(req.doc_key, prefix, ctx.suffix, cursor, variant)
+        return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
+
+    def _finish(self, p: _Prepared, result: InfillResult) -> str:
         raw = result.text
+        ctx, req = p.ctx, p.req
         if len(result.candidates) > 1:
-            raw = rank_by_syntax(result.candidates, ctx.prefix, ctx.suffix, ctx.language) or raw
-        selection = req.end is not None and req.end != (req.line, req.column)
-        text = finish(raw, ctx.suffix, indent=ctx.indent, mid_line=ctx.mid_line and not selection,
+            raw = rank_by_syntax(result.candidates, p.suggestion.prefix, ctx.suffix, ctx.language) or raw
+        selection = req.is_selection
+        return finish(raw, ctx.suffix, indent=ctx.indent, mid_line=ctx.mid_line and not selection,
                       single_line=req.automatic and ctx.mid_line and not selection,
                       max_lines=10_000 if selection else self.settings.max_lines)
+
+    # -- the request path -----------------------------------------------------------------------
+    async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
+        p = await asyncio.to_thread(self._prepare, req)
+        self.stats["requests"] += 1
+        ticket = self.slots.claim(req.doc_key)
+        use_cache = self.settings.completion_cache and not req.is_selection
+        try:
+            if use_cache:
+                served = self._from_cache(p)
+                if served is not None:
+                    self.slots.stop_computation(req.doc_key)  # whatever runs is for an older context
+                    return served
+            return await self._compute(p, ticket, use_cache, cancel)
+        except asyncio.CancelledError:
+            self.stats["cancelled"] += 1
+            log.info("request cancelled by the client")
+            raise
+        finally:
+            self.slots.release(req.doc_key, ticket)
+
+    def _from_cache(self, p: _Prepared) -> Completion | None:
+        text = self.cache.get(p.suggestion)
+        source = "cache"
+        if text is None:
+            text, source = self.cache.type_through(p.suggestion), "typed"
+            if text is not None:
+                self.cache.put(p.suggestion, text)
+        if text is None:
+            return None
+        self.stats["cacheExact" if source == "cache" else "cacheTyped"] += 1
+        return self._completion(p, text, None, source)
+
+    def _adoptable(self, running: Computation, p: _Prepared) -> bool:
+        """Wait for the document's running computation instead of replacing it? Always when it is for
+        this very context; after a few typed characters only when it is nearly done, since its answer
+        helps only if it starts with what was typed."""
+        typed = typed_since(running.context, p.suggestion)
+        if typed is None:
+            return False
+        if typed == "":
+            return True
+        if not self.settings.completion_cache or len(typed) > 8 or self._typical_ms is None:
+            return False
+        started = running.request.started_at
+        return started is not None and (time.monotonic() - started) * 1000 >= 0.75 * self._typical_ms
+
+    async def _compute(self, p: _Prepared, ticket, use_cache: bool, cancel) -> Completion | None:
+        key = p.req.doc_key
+        running = self.slots.computation(key)
+        if running is not None and self._adoptable(running, p):
+            self.stats["inflightAdopted"] += 1
+            outcome = await self.slots.wait(key, ticket, running)
+            if outcome is DocumentSlots.SUPERSEDED:
+                self.stats["superseded"] += 1
+                return None
+            if running.context == p.suggestion:
+                return self._answer(p, outcome, "inflight")
+            rest = rest_after_typing(running.context, outcome[0], p.suggestion) if outcome else None
+            if rest is not None:
+                self.stats["inflightTyped"] += 1
+                self.cache.put(p.suggestion, rest)
+                return self._completion(p, rest, None, "inflight")
+        computation = self._start(p, use_cache, cancel)
+        outcome = await self.slots.wait(key, ticket, computation)
+        if outcome is DocumentSlots.SUPERSEDED:
+            self.stats["superseded"] += 1
+            return None
+        return self._answer(p, outcome, "computed")
+
+    def _answer(self, p: _Prepared, outcome, source: str) -> Completion | None:
+        if outcome is None:  # the computation was stopped
+            return None
+        text, result = outcome
+        return self._completion(p, text, result, source)
+
+    def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
+        infill = InfillRequest(prefix=p.suggestion.prefix, suffix=p.ctx.suffix, params=params_from(self.settings),
+                               length_strategy=self.settings.length_strategy,
+                               max_prompt_tokens=self.settings.prefix_tokens, doc_key=p.req.doc_key,
+                               reuse_prefix=self.settings.prefix_cache)
+        if cancel is not None:
+            infill.cancel = cancel
+        future = self.engine.submit(infill)  # supersedes the document's queued or running engine job
+
+        async def run():
+            result = await asyncio.wrap_future(future)
+            if result.cancelled:
+                return None
+            text = await asyncio.to_thread(self._finish, p, result) if len(result.candidates) > 1 \
+                else self._finish(p, result)
+            self.stats["computed"] += 1
+            total = result.timings_ms.get("total", 0.0)
+            self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
+            if use_cache:
+                self.cache.put(p.suggestion, text)
+            return text, result
+
+        return self.slots.start(p.req.doc_key, p.suggestion, infill, run())
+
+    def _completion(self, p: _Prepared, text: str, result: InfillResult | None, source: str) -> Completion:
+        req = p.req
         end = req.end if req.end is not None else (req.line, req.column)
-        timings = dict(result.timings_ms, context=t_ctx, total_request=(time.perf_counter() - t0) * 1000)
-        log.info("completion %d chars in %.0f ms (%d steps)", len(text), timings["total_request"], result.steps)
-        return Completion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings)
+        timings = dict(result.timings_ms if result is not None else {}, context=p.context_ms,
+                       total_request=(time.perf_counter() - p.t0) * 1000)
+        if not text:
+            self.stats["empty"] += 1
+        log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source,
+                 f", {result.steps} steps" if result is not None else "")
+        return Completion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
+                          source=source)

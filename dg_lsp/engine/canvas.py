@@ -40,10 +40,20 @@ class InfillCanvas:
         return torch.arange(start, start + self.length, dtype=torch.long).unsqueeze(0)
 
 
-def build_prompt(prefix_ids: list[int], max_tokens: int, bos_id: int | None) -> list[int]:
-    """Encoder prompt = [bos] + the last tokens of the prefix that fit the budget."""
+def build_prompt(prefix_ids: list[int], max_tokens: int, bos_id: int | None, stride: int | None = None) -> list[int]:
+    """Encoder prompt = [bos] + the tail of the prefix that fits the budget.
+
+    An over-long prefix loses its head in multiples of `stride` tokens (default: a quarter of
+    the budget), not one token per token typed: the prompt's start then stays put while the
+    user types at the end, and the encoder cache of the previous prompt stays reusable.
+    """
     room = max(0, max_tokens - (1 if bos_id is not None else 0))
-    kept = prefix_ids[-room:] if room else []
+    excess = len(prefix_ids) - room
+    if excess > 0:
+        step = max(1, stride if stride is not None else room // 4)
+        kept = prefix_ids[-(-excess // step) * step:] if room else []
+    else:
+        kept = prefix_ids
     return ([bos_id] if bos_id is not None else []) + list(kept)
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future
 
@@ -15,6 +16,7 @@ import torch
 from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop
 from .loader import LoadedModel, load_model
+from .prefix_cache import PrefixCache
 from .runner import ModelRunner
 from .types import DenoiseParams, InfillRequest, InfillResult
 from .worker import Job, Worker
@@ -32,6 +34,9 @@ class Engine:
         self.runner = ModelRunner(loaded)
         self.loop = DenoiseLoop(self.runner, loaded.spec.noise_kind, loaded.spec.mask_token_id)
         self.worker = Worker()
+        self.prefix_cache = PrefixCache(self.runner)
+        self.stats = {"jobs": 0, "promptTokens": 0, "reusedTokens": 0, "encodeMs": 0.0, "denoiseMs": 0.0,
+                      "steps": 0, "deadlineHits": 0, "cancelled": 0}
         tok = self.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.runner.text_config.pad_token_id
         self.eos_id = tok.eos_token_id
@@ -59,7 +64,7 @@ class Engine:
     def autoregressive(self, prefix: str, max_new_tokens: int = 64, stop_at_newline: bool = True,
                        max_prompt_tokens: int = 1024) -> InfillResult:
         job = Job(fn=lambda: self.run_autoregressive(prefix, max_new_tokens, stop_at_newline, max_prompt_tokens),
-                  doc_key=None, cancel=__import__("threading").Event(),
+                  doc_key=None, cancel=threading.Event(),
                   superseded=lambda: InfillResult(text="", cancelled=True))
         return self.worker.submit(job).result()
 
@@ -68,7 +73,8 @@ class Engine:
 
     def status(self) -> dict:
         return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,
-                "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms}
+                "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms,
+                "engine": dict(self.stats)}
 
     def close(self) -> None:
         self.worker.close()
@@ -97,7 +103,16 @@ class Engine:
                 ids.append(t)
         return self.tokenizer.decode(ids), len(ids)
 
+    def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
+        """The prompt's encoder cache (a decode view when reused) and how many tokens came from the prefix cache."""
+        if not reuse:
+            cache, _ = self.runner.encode(prompt)
+            return cache, 0
+        out = self.prefix_cache.encode(doc_key, prompt)
+        return out.cache, out.reused
+
     def run_infill(self, request: InfillRequest) -> InfillResult:
+        request.started_at = time.monotonic()
         t0 = time.perf_counter()
         params = request.params
         prefix_ids = self._tokens(request.prefix)
@@ -106,9 +121,9 @@ class Engine:
         canvas = self._build_canvas(request, prompt, suffix_ids)
         t_tok = _ms(t0)
         t1 = time.perf_counter()
-        cache, _ = self.runner.encode(prompt)
+        cache, reused = self.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
         if canvas.batch_size > 1:
-            cache.batch_repeat_interleave(canvas.batch_size)
+            cache.batch_repeat_interleave(canvas.batch_size)  # the view's own tensors: the stored cache stays
         t_enc = _ms(t1)
         t2 = time.perf_counter()
         generator = torch.Generator(device=self.runner.device).manual_seed(params.seed)
@@ -119,8 +134,22 @@ class Engine:
         t_den = _ms(t2)
         result = self._choose(canvas, out)
         result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_den, "total": _ms(t0)}
-        self.last_latency_ms = result.timings_ms["total"]
+        result.prompt_tokens, result.reused_tokens = len(prompt), reused
+        self._count(result)
+        if not result.cancelled:
+            self.last_latency_ms = result.timings_ms["total"]
         return result
+
+    def _count(self, result: InfillResult) -> None:
+        st = self.stats
+        st["jobs"] += 1
+        st["promptTokens"] += result.prompt_tokens
+        st["reusedTokens"] += result.reused_tokens
+        st["encodeMs"] += result.timings_ms["encode"]
+        st["denoiseMs"] += result.timings_ms["denoise"]
+        st["steps"] += result.steps
+        st["deadlineHits"] += int(result.deadline_hit)
+        st["cancelled"] += int(result.cancelled)
 
     def _choose(self, canvas: InfillCanvas, out) -> InfillResult:
         if out.cancelled or out.logits is None:

@@ -32,8 +32,10 @@ class InfillRequest:
     hole_lengths: tuple[int, ...] = (4, 8, 16, 32)  # candidates for the "search" strategy
     max_prompt_tokens: int = 1024
     use_suffix: bool = True  # False: pure continuation canvas (no pinned suffix head)
-    doc_key: str | None = None  # requests with the same key supersede each other while queued
+    doc_key: str | None = None  # requests with the same key supersede each other; also the prefix-cache slot
     cancel: threading.Event = field(default_factory=threading.Event)
+    reuse_prefix: bool = True  # reuse the document's last encoder cache where the prompt agrees with it
+    started_at: float | None = None  # time.monotonic() when the worker began it (set by the engine)
 
 
 @dataclass
@@ -48,6 +50,8 @@ class InfillResult:
     hole_length: int = 0
     score: float = 0.0  # mean log-probability of the chosen hole tokens
     candidates: list[tuple[str, float]] = field(default_factory=list)  # (text, score) per length candidate
+    prompt_tokens: int = 0
+    reused_tokens: int = 0  # prompt tokens whose encoder cache came from the document's previous prompt
 
     def to_json(self) -> dict:
         return {
@@ -60,4 +64,6 @@ class InfillResult:
             "deadline_hit": self.deadline_hit,
             "hole_length": self.hole_length,
             "score": self.score,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
         }

@@ -2,7 +2,11 @@
 
 Jobs for the same document key replace each other: a newer job resolves a queued older one at
 once (with the job's `superseded` value) and sets the cancel flag of a running one, which the
-denoising loop checks between steps. Across documents jobs run in arrival order.
+denoising loop checks between steps. So a document has at most one job queued and one running.
+
+Across documents the order is round-robin: a newer job takes over the queue place of the job it
+supersedes, so a document that keeps typing keeps its turn instead of going to the back on every
+keystroke, and a document whose job just ran queues behind the others.
 """
 
 from __future__ import annotations
@@ -52,10 +56,12 @@ class Worker:
             if self._closed:
                 job.future.set_exception(RuntimeError("engine is closed"))
                 return job.future
+            place = len(self._queue)
             if job.doc_key is not None:
                 keep = []
                 for old in self._queue:
                     if old.doc_key == job.doc_key:
+                        place = min(place, len(keep))
                         old.cancel.set()
                         _resolve(old.future, old.superseded())
                     else:
@@ -63,7 +69,7 @@ class Worker:
                 self._queue = keep
                 if self._running is not None and self._running.doc_key == job.doc_key:
                     self._running.cancel.set()
-            self._queue.append(job)
+            self._queue.insert(place, job)
             self._cond.notify()
         return job.future
 

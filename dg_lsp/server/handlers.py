@@ -76,7 +76,7 @@ def register(server: DgLspServer) -> None:
 
     @server.command(STATUS)
     def status(ls: DgLspServer, *args):
-        return dict(ls.holder.status(), settings=settings_json(ls.settings))
+        return dict(ls.status(), settings=settings_json(ls.settings))
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DgLspServer, *args):

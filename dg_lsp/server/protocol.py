@@ -1,21 +1,39 @@
-"""The JSON-RPC protocol with two repairs to pygls 2.1.1's behaviour on bad input.
+"""The JSON-RPC protocol with repairs to pygls 2.1.1's behaviour on bad input.
 
 1. A request whose params do not deserialize is answered with InvalidParams (pygls logs it and
    never answers, so the client waits forever).
-2. Server-side errors are logged, not pushed to the user as "Error in server" pop-ups.
+2. A message that is not a JSON-RPC 2.0 object (an array, a number, `"jsonrpc": "1.0"`) is
+   answered with InvalidRequest when it carries an id, and dropped otherwise.
+3. Before `initialize`, requests get ServerNotInitialized and notifications other than `exit`
+   are dropped, as the LSP specification says.
+4. didChange applies edits leniently (`documents.apply_change`) and ignores documents that
+   are not open, instead of raising half-way through.
+Server-side errors outside requests are logged, not shown (`DgLspServer.report_server_error`).
 """
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote
 
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from .documents import apply_change
 
 log = logging.getLogger(__name__)
 
+SERVER_NOT_INITIALIZED = -32002
+_ALLOWED_BEFORE_INIT = {types.INITIALIZE, types.EXIT}
+
 
 class DgLspProtocol(LanguageServerProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._initialize_seen = False
+
     def structure_message(self, data):
         try:
             return super().structure_message(data)
@@ -25,3 +43,37 @@ class DgLspProtocol(LanguageServerProtocol):
                 self._send_response(data["id"], None, error.to_response_error())
             log.warning("rejected malformed message: %s", type(exc).__name__)
             raise
+
+    def _reject(self, msg_id, error: JsonRpcException) -> None:
+        if isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool):
+            self._send_response(msg_id, None, error.to_response_error())
+
+    def handle_message(self, message):
+        jsonrpc = getattr(message, "jsonrpc", None)
+        method = getattr(message, "method", None)
+        if jsonrpc != self.VERSION:
+            log.warning("dropped a message that is not JSON-RPC 2.0: %.200r", message)
+            if method is not None:
+                self._reject(getattr(message, "id", None), JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+            return None
+        if method is not None and not self._initialize_seen:
+            if method == types.INITIALIZE:
+                self._initialize_seen = True
+            elif method not in _ALLOWED_BEFORE_INIT:
+                log.warning("%s before initialize", method)
+                error = JsonRpcException(code=SERVER_NOT_INITIALIZED, message="server not initialized")
+                self._reject(getattr(message, "id", None), error)
+                return None
+        return super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        doc = self.workspace.text_documents.get(unquote(params.text_document.uri))
+        if doc is None:
+            log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+            return
+        for change in params.content_changes:
+            apply_change(doc, change)
+        doc.version = params.text_document.version
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None

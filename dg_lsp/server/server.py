@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -18,6 +19,7 @@ from dg_lsp import __version__
 from dg_lsp.completion import Completion, CompletionRequest, CompletionService
 from dg_lsp.config import SECTION, Settings, engine_key, merge
 
+from .documents import process_usage, read_unopened
 from .model_holder import EngineHolder
 from .positions import to_client, to_server
 from .protocol import DgLspProtocol
@@ -36,6 +38,7 @@ class DgLspServer(LanguageServer):
         self.init_options: dict = {}
         self.settings = settings
         self.holder = EngineHolder()
+        self._service: CompletionService | None = None
         self._shown: set[str] = set()
 
     # -- settings and model --------------------------------------------------------------------
@@ -93,19 +96,36 @@ class DgLspServer(LanguageServer):
         return result[0] if result and isinstance(result[0], dict) else None
 
     async def completion_service(self) -> CompletionService | None:
+        """The service of the current engine: it lives as long as the engine, with its caches."""
         engine = await self.holder.get()
         if engine is None:
             if self.holder.error:
                 self.show_once(self.holder.error)
             return None
-        return CompletionService(engine, self.settings)
+        if self._service is None or self._service.engine is not engine:
+            self._service = CompletionService(engine, self.settings)
+        self._service.settings = self.settings
+        return self._service
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Out-of-band errors (a bad notification, an unparsable message) are logged, never shown:
+        the user cannot act on them, and pygls' default pops up "Error in server" for each."""
+        log.warning("%s: %s", getattr(source, "__name__", source), error)
+
+    def status(self) -> dict:
+        out = self.holder.status()
+        out["completion"] = dict(self._service.stats) if self._service is not None else {}
+        out["process"] = process_usage()
+        return out
 
     # -- documents ----------------------------------------------------------------------------
     def snapshot(self, uri: str):
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.workspace.text_documents.get(unquote(uri))
         if doc is None:
-            log.warning("document not open: %s", uri)
-            return None
+            doc = read_unopened(uri, self.workspace.position_codec, self.settings.max_document_chars)
+            if doc is None:
+                log.warning("document not open: %s", uri)
+                return None
         source = doc.source
         if len(source) > self.settings.max_document_chars:
             log.warning("document too large for completion (%d chars): %s", len(source), uri)

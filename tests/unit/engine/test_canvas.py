@@ -48,3 +48,13 @@ def test_selection_is_the_same_layout_prefix_before_suffix_after():
     c = pad_fill_canvas(before, after, canvas_length=6, suffix_head_tokens=4, fill_id=FILL, pad_id=PAD)
     assert c.prompt_ids == before and c.canvas_ids[0, -2:].tolist() == after and c.hole_lengths == [4]
     assert torch.equal(c.hole_mask, ~c.pinned)
+
+
+def test_prompt_start_moves_in_jumps_while_the_prefix_grows():
+    starts = []
+    for n in range(20, 60):
+        prompt = build_prompt(list(range(100, 100 + n)), max_tokens=17, bos_id=2)  # room 16, stride 4
+        assert prompt[0] == 2 and 12 < len(prompt) - 1 <= 16 and prompt[-1] == 100 + n - 1
+        starts.append(prompt[1])
+    assert len(set(starts)) == 11  # one jump per 4 tokens typed, not one per token
+    assert build_prompt(list(range(10)), max_tokens=5, bos_id=None, stride=3) == [6, 7, 8, 9]

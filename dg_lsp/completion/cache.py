@@ -1,0 +1,94 @@
+"""Recent suggestions: an exact LRU keyed by the context, and typing-through.
+
+A suggestion depends only on the text around the cursor (the prefix window and the suffix
+window) and on the settings that shape it, so that is the key: going back to a context seen
+before (undo, retyping) gets its suggestion without the model. Typing-through: when the user
+types the first characters of a suggestion, the rest of it is the suggestion for the new
+position, served at once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+# Enough of the text before the cursor to tell that two requests sit in the same place.
+_CHECK_CHARS = 512
+
+
+@dataclass(frozen=True)
+class SuggestionContext:
+    doc_key: str | None
+    prefix: str  # document text from the window's anchor to the cursor
+    suffix: str  # document text after the cursor (the suffix window)
+    cursor: int  # offset of the cursor in the document
+    variant: tuple  # everything else that shapes the answer (settings, trigger kind)
+
+    @property
+    def key(self) -> tuple:
+        return (self.prefix, self.suffix, self.variant)
+
+
+def typed_since(old: SuggestionContext, new: SuggestionContext) -> str | None:
+    """The text typed at `old`'s cursor to reach `new`, if `new` is `old` plus typing (else None)."""
+    if old.doc_key != new.doc_key or old.suffix != new.suffix or old.variant != new.variant:
+        return None
+    typed = new.cursor - old.cursor
+    if typed < 0 or typed > len(new.prefix):
+        return None
+    before = new.prefix[: len(new.prefix) - typed]
+    check = min(len(old.prefix), len(before), _CHECK_CHARS)
+    if typed == 0:
+        return "" if new.prefix == old.prefix else None
+    if not before.endswith(old.prefix[len(old.prefix) - check:]) or (check == 0 and old.prefix):
+        return None
+    return new.prefix[len(new.prefix) - typed:]
+
+
+def rest_after_typing(old: SuggestionContext, suggestion: str, new: SuggestionContext) -> str | None:
+    """What is left of `suggestion` (made for `old`) once the user has typed its start to reach `new`."""
+    typed = typed_since(old, new)
+    if not typed or not suggestion.startswith(typed) or len(typed) >= len(suggestion):
+        return None
+    return suggestion[len(typed):]
+
+
+class SuggestionCache:
+    def __init__(self, capacity: int = 256, per_document: int = 8):
+        self.capacity = capacity
+        self._exact: OrderedDict[tuple, str] = OrderedDict()
+        self._recent: OrderedDict[object, deque] = OrderedDict()  # doc_key -> recent (context, text)
+        self._per_document = per_document
+
+    def __len__(self) -> int:
+        return len(self._exact)
+
+    def clear(self) -> None:
+        self._exact.clear()
+        self._recent.clear()
+
+    def put(self, ctx: SuggestionContext, text: str) -> None:
+        self._exact[ctx.key] = text
+        self._exact.move_to_end(ctx.key)
+        while len(self._exact) > self.capacity:
+            self._exact.popitem(last=False)
+        if text:
+            recent = self._recent.pop(ctx.doc_key, None) or deque(maxlen=self._per_document)
+            recent.append((ctx, text))
+            self._recent[ctx.doc_key] = recent
+            while len(self._recent) > self.capacity:
+                self._recent.popitem(last=False)
+
+    def get(self, ctx: SuggestionContext) -> str | None:
+        text = self._exact.get(ctx.key)
+        if text is not None:
+            self._exact.move_to_end(ctx.key)
+        return text
+
+    def type_through(self, ctx: SuggestionContext) -> str | None:
+        """The rest of a recent suggestion for this document whose start the user has typed."""
+        for old, text in reversed(self._recent.get(ctx.doc_key, ())):
+            rest = rest_after_typing(old, text, ctx)
+            if rest is not None:
+                return rest
+        return None

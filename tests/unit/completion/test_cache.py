@@ -1,0 +1,43 @@
+"""The suggestion cache: exact hits by context, typing-through a suggestion's start."""
+
+from dg_lsp.completion.cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
+
+DOC = "def area(r):\n    return "
+SUFFIX = "\n\nprint(area(2))\n"
+
+
+def _ctx(typed="", doc=DOC, suffix=SUFFIX, variant=("v",), key="a.py"):
+    prefix = doc + typed
+    return SuggestionContext(key, prefix, suffix, len(prefix), variant)
+
+
+def test_typed_since_needs_the_same_place_and_suffix():
+    old = _ctx()
+    assert typed_since(old, _ctx("3.14")) == "3.14"
+    assert typed_since(old, _ctx()) == ""
+    assert typed_since(old, _ctx("3", suffix="\n")) is None  # the text after the cursor changed
+    assert typed_since(old, _ctx("3", variant=("w",))) is None  # other settings
+    assert typed_since(old, _ctx("3", key="b.py")) is None
+    assert typed_since(_ctx("3.14"), old) is None  # moving back is not typing
+    moved = SuggestionContext("a.py", "x = 1\n" + DOC, SUFFIX, len(DOC) + 6, ("v",))
+    assert typed_since(old, moved) is None  # same length change, but an edit above, not typing
+
+
+def test_rest_after_typing():
+    old = _ctx()
+    assert rest_after_typing(old, "3.14 * r * r", _ctx("3.1")) == "4 * r * r"
+    assert rest_after_typing(old, "3.14 * r * r", _ctx("2")) is None
+    assert rest_after_typing(old, "3.14", _ctx("3.14")) is None  # nothing left to show
+
+
+def test_exact_hits_and_typing_through():
+    cache = SuggestionCache(capacity=2)
+    cache.put(_ctx(), "3.14 * r * r")
+    assert cache.get(_ctx()) == "3.14 * r * r"
+    assert cache.get(_ctx("3")) is None
+    assert cache.type_through(_ctx("3.")) == "14 * r * r"
+    assert cache.type_through(_ctx("4")) is None
+    cache.put(_ctx("x"), "")
+    cache.put(_ctx("y"), "z")
+    assert len(cache) == 2 and cache.get(_ctx()) is None  # least recently used went
+    assert cache.type_through(_ctx("3.1")) == "4 * r * r"  # recent suggestions of the document remain

@@ -1,0 +1,76 @@
+"""CompletionService on the real tiny engine: cache hits, typing-through, supersession, taking over
+an in-flight computation, and prefix-cache reuse that changes nothing in the answer."""
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from dg_lsp.completion import CompletionRequest, CompletionService
+from dg_lsp.config import Settings
+
+TEXT = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
+LINE, COL = 1, 11
+GREEDY = Settings(max_steps=4, temperature=0.0, deadline_ms=None)
+SLOW = Settings(max_steps=256, temperature=0.8, deadline_ms=None)  # the random model never stops early
+
+
+def _req(typed="", doc="a.py"):
+    text = TEXT.replace("return \n", "return " + typed + "\n", 1)
+    return CompletionRequest(text, "python", LINE, COL + len(typed), doc_key=doc)
+
+
+@pytest.fixture
+def service(tiny_engine):
+    svc = CompletionService(tiny_engine, GREEDY)
+    tiny_engine.prefix_cache.clear()
+    return svc
+
+
+def test_same_context_is_served_from_the_cache(service):
+    first = asyncio.run(service.complete(_req()))
+    again = asyncio.run(service.complete(_req()))
+    assert first.source == "computed" and again.source == "cache"
+    assert again.text == first.text and again.result is None
+
+
+def test_typing_the_start_of_a_suggestion_serves_the_rest(service):
+    shown = asyncio.run(service.complete(_req()))
+    assert len(shown.text) >= 2, shown.text
+    typed = asyncio.run(service.complete(_req(shown.text[0])))
+    assert typed.source == "typed" and typed.text == shown.text[1:]
+    assert typed.start == (LINE, COL + 1)
+    other = asyncio.run(service.complete(_req("\x01")))  # not what was suggested: computed
+    assert other.source == "computed"
+    assert service.stats["cacheTyped"] == 1
+
+
+def test_prefix_cache_reuse_gives_the_same_answers(tiny_engine, service):
+    service.settings = dataclasses.replace(GREEDY, completion_cache=False)
+    plain = CompletionService(tiny_engine, dataclasses.replace(GREEDY, completion_cache=False, prefix_cache=False))
+    for typed in ("", "a", "a ", "a +", "a + b"):
+        reused = asyncio.run(service.complete(_req(typed)))
+        fresh = asyncio.run(plain.complete(_req(typed)))
+        assert reused.result.text == fresh.result.text and reused.text == fresh.text
+        assert reused.result.score == pytest.approx(fresh.result.score, abs=1e-5)
+        assert fresh.result.reused_tokens == 0
+        if typed:
+            assert reused.result.reused_tokens > 0
+
+
+def test_newer_request_supersedes_and_same_context_takes_over_the_computation(tiny_engine):
+    service = CompletionService(tiny_engine, SLOW)
+
+    async def scenario():
+        older = asyncio.ensure_future(service.complete(_req("x")))
+        await asyncio.sleep(0.3)  # running by now
+        same = asyncio.ensure_future(service.complete(_req("x")))
+        assert await asyncio.wait_for(older, 5) is None  # answered empty at once
+        newer = asyncio.ensure_future(service.complete(_req("y")))  # another context: replaces the job
+        assert await asyncio.wait_for(same, 5) is None
+        return await asyncio.wait_for(newer, 60)
+
+    done = asyncio.run(scenario())
+    assert done.source == "computed" and done.result.steps == 256
+    assert service.stats["superseded"] == 2 and service.stats["inflightAdopted"] == 1
+    assert tiny_engine.stats["cancelled"] >= 1  # the replaced job stopped early
