@@ -67,7 +67,6 @@ class Trainer:
             self.optim.load_state_dict(blob["optim"])
             self.state.update(blob["state"])
             self.state["corpus"] = corpus_info
-        write_json(self.dir / "options.json", asdict(opts))
         self._stop = False
 
     # -- preparation -------------------------------------------------------------------------
@@ -142,6 +141,8 @@ class Trainer:
         signal.signal(signal.SIGINT, self._on_signal)
         start, last_ckpt = time.time(), time.time()
         budget = o.minutes * 60 if o.minutes > 0 else math.inf
+        if st["step"] < o.steps:  # export-only and compare calls leave the run's saved options alone
+            write_json(self.dir / "options.json", asdict(o))
         self.model.train()
         bar = tqdm(total=o.steps, initial=min(st["step"], o.steps), disable=not o.progress, file=sys.stderr,
                    dynamic_ncols=True)
