@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Options a resumed run may change; everything else comes from the run's saved options.
 RESUMABLE_OVERRIDES = {"steps", "minutes", "threads", "ckpt_minutes", "eval_every", "log_every", "export", "lr",
-                       "eval_batches", "warmup", "progress"}
+                       "eval_batches", "warmup", "progress", "cooldown_steps"}
 
 
 @dataclass
@@ -46,6 +46,7 @@ class TrainOptions:
     # optimiser
     lr: float = 1e-3
     warmup: int = 200
+    cooldown_steps: int = 0  # linear decay over the last N steps before --steps (a resumed run may add it)
     weight_decay: float = 0.1
     # bookkeeping
     ckpt_minutes: float = 3.0

@@ -107,7 +107,12 @@ class Trainer:
 
     # -- loop --------------------------------------------------------------------------------
     def _lr(self, step: int) -> float:
-        return self.opts.lr * min(1.0, (step + 1) / max(1, self.opts.warmup))
+        """Linear warmup, constant, then (with --cooldown-steps) a linear decay to 10% ending at --steps."""
+        o = self.opts
+        lr = o.lr * min(1.0, (step + 1) / max(1, o.warmup))
+        if o.cooldown_steps > 0:
+            lr *= max(0.1, min(1.0, (o.steps - step) / o.cooldown_steps))
+        return lr
 
     def save(self) -> None:
         blob = {"model": self.model.state_dict(), "optim": self.optim.state_dict(), "state": self.state,
