@@ -15,12 +15,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     p.add_argument("--max-steps", type=int, default=None, help="denoising steps at most")
     p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--deadline-ms", type=float, default=None,
+                   help="step budget per completion (serve default: 1000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--log-file", default=None, help="log here instead of stderr")
 
 
-def _settings(args):
+def _settings(args, no_deadline_by_default: bool = False):
     from dg_lsp.config import Settings, merge
 
     raw = {"model": args.model, "device": args.device, "dtype": args.dtype,
@@ -29,7 +31,12 @@ def _settings(args):
         raw["maxSteps"] = args.max_steps
     if args.temperature is not None:
         raw["temperature"] = args.temperature
+    if args.deadline_ms is not None:
+        raw["deadlineMs"] = args.deadline_ms
     settings, errors = merge(Settings(), {k: v for k, v in raw.items() if v is not None})
+    if no_deadline_by_default and args.deadline_ms is None:
+        # One-shot completion from the shell: the first forward is cold, a typing budget makes no sense.
+        settings, _ = merge(settings, {"deadlineMs": None})
     if errors:
         raise SystemExit("dg-lsp: " + "; ".join(errors))
     return settings
@@ -82,7 +89,7 @@ def cmd_complete(args) -> int:
     except OSError as exc:
         print(f"dg-lsp: cannot read {path}: {exc}", file=sys.stderr)
         return 2
-    settings = _settings(args)
+    settings = _settings(args, no_deadline_by_default=True)
     t0 = time.perf_counter()
     try:
         engine = Engine.load(settings.model, settings.device, settings.dtype, settings.trust_remote_code)
