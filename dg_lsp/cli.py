@@ -18,6 +18,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline-ms", type=float, default=None,
                    help="step budget per completion (serve default: 1000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for torch (default 1: on a busy 2-core machine 2 threads made a decoder "
+                        "step 20x slower from oversubscription; $DG_LSP_THREADS overrides)")
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--log-file", default=None, help="log here instead of stderr")
 
@@ -47,6 +50,15 @@ def _logging(args) -> None:
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message body at INFO
+
+
+def _threads(args) -> None:
+    import os
+
+    import torch
+
+    n = args.threads if args.threads is not None else int(os.environ.get("DG_LSP_THREADS", "1"))
+    torch.set_num_threads(max(1, n))
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
@@ -119,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "bench":
         from dg_lsp.bench.cli import main as bench_main
 
+        _threads(argparse.Namespace(threads=None))  # $DG_LSP_THREADS, default 1 (see --threads)
         return bench_main(argv[1:])
     parser = argparse.ArgumentParser(prog="dg-lsp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -132,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="benchmarks (dg-lsp bench --help)")
     args = parser.parse_args(argv)
     _logging(args)
+    _threads(args)
     return {"serve": cmd_serve, "complete": cmd_complete}[args.command](args)
 
 
