@@ -1,8 +1,10 @@
 """Recent suggestions: an exact LRU keyed by the context, and typing-through.
 
 A suggestion depends only on the text around the cursor (the prefix window and the suffix
-window) and on the settings that shape it, so that is the key: going back to a context seen
-before (undo, retyping) gets its suggestion without the model. Typing-through: when the user
+window) and on the settings that shape it, so that and the document are the key: going back to
+a context seen before in a document (undo, retyping) gets its suggestion without the model.
+(Not across documents: a benchmark that opens each task as a new document measures every
+request, and a hit there would be a coincidence anyway.) Typing-through: when the user
 types the first characters of a suggestion, the rest of it is the suggestion for the new
 position, served at once.
 """
@@ -26,7 +28,7 @@ class SuggestionContext:
 
     @property
     def key(self) -> tuple:
-        return (self.prefix, self.suffix, self.variant)
+        return (self.doc_key, self.prefix, self.suffix, self.variant)
 
 
 def typed_since(old: SuggestionContext, new: SuggestionContext) -> str | None:

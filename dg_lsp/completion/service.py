@@ -97,8 +97,12 @@ class CompletionService:
         self.settings = settings
         self.cache = SuggestionCache()
         self.slots = DocumentSlots()
-        self.stats = {"requests": 0, "computed": 0, "superseded": 0, "cancelled": 0, "cacheExact": 0,
-                      "cacheTyped": 0, "inflightAdopted": 0, "inflightTyped": 0, "empty": 0}
+        # Each request ends as exactly one of: computed (answered by a computation, possibly one it took
+        # over), cacheExact, cacheTyped, inflightTyped (typed through a computation it waited for),
+        # superseded (a newer request for the document came), cancelled (by the client), failed.
+        self.stats = {"requests": 0, "computed": 0, "cacheExact": 0, "cacheTyped": 0, "inflightTyped": 0,
+                      "superseded": 0, "cancelled": 0, "failed": 0, "empty": 0,
+                      "computations": 0, "computationsFinished": 0, "inflightAdopted": 0}
         self._typical_ms: float | None = None  # running estimate of one computation, for adoption
 
     # -- context --------------------------------------------------------------------------------
@@ -126,23 +130,30 @@ class CompletionService:
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
-        p = await asyncio.to_thread(self._prepare, req)
         self.stats["requests"] += 1
-        ticket = self.slots.claim(req.doc_key)
-        use_cache = self.settings.completion_cache and not req.is_selection
         try:
-            if use_cache:
-                served = self._from_cache(p)
-                if served is not None:
-                    self.slots.stop_computation(req.doc_key)  # whatever runs is for an older context
-                    return served
-            return await self._compute(p, ticket, use_cache, cancel)
+            p = await asyncio.to_thread(self._prepare, req)
+            ticket = self.slots.claim(req.doc_key)
+            try:
+                return await self._serve(p, ticket, cancel)
+            finally:
+                self.slots.release(req.doc_key, ticket)
         except asyncio.CancelledError:
             self.stats["cancelled"] += 1
-            log.info("request cancelled by the client")
+            log.debug("request cancelled by the client")
             raise
-        finally:
-            self.slots.release(req.doc_key, ticket)
+        except Exception:
+            self.stats["failed"] += 1
+            raise
+
+    async def _serve(self, p: _Prepared, ticket, cancel) -> Completion | None:
+        use_cache = self.settings.completion_cache and not p.req.is_selection
+        if use_cache:
+            served = self._from_cache(p)
+            if served is not None:
+                self.slots.stop_computation(p.req.doc_key)  # whatever runs is for an older context
+                return served
+        return await self._compute(p, ticket, use_cache, cancel)
 
     def _from_cache(self, p: _Prepared) -> Completion | None:
         text = self.cache.get(p.suggestion)
@@ -194,9 +205,11 @@ class CompletionService:
         return self._answer(p, outcome, "computed")
 
     def _answer(self, p: _Prepared, outcome, source: str) -> Completion | None:
-        if outcome is None:  # the computation was stopped
+        if outcome is None:  # the computation was stopped (by the client's $/cancelRequest, or a fill)
+            self.stats["superseded"] += 1
             return None
         text, result = outcome
+        self.stats["computed"] += 1
         return self._completion(p, text, result, source)
 
     def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
@@ -214,13 +227,14 @@ class CompletionService:
                 return None
             text = await asyncio.to_thread(self._finish, p, result) if len(result.candidates) > 1 \
                 else self._finish(p, result)
-            self.stats["computed"] += 1
+            self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
             if use_cache:
                 self.cache.put(p.suggestion, text)
             return text, result
 
+        self.stats["computations"] += 1
         return self.slots.start(p.req.doc_key, p.suggestion, infill, run())
 
     def _completion(self, p: _Prepared, text: str, result: InfillResult | None, source: str) -> Completion:

@@ -13,6 +13,8 @@ from .server import FILL_SELECTION, STATUS, DgLspServer
 
 log = logging.getLogger(__name__)
 
+APPLY_EDIT_TIMEOUT_S = 60.0
+
 
 def _range_from(obj) -> types.Range:
     r = obj["range"]
@@ -71,7 +73,12 @@ def register(server: DgLspServer) -> None:
             return {"applied": False, "error": "no completion (document not open, or model unavailable)"}
         completion, edit_range = answer
         edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=edit_range, new_text=completion.text)]})
-        result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="dg-lsp fill"))
+        try:
+            result = await asyncio.wait_for(ls.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label="dg-lsp fill")), timeout=APPLY_EDIT_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a client that fails or never answers: not applied
+            log.warning("workspace/applyEdit failed: %s", exc)
+            result = None
         return {"applied": bool(result and result.applied), "text": completion.text}
 
     @server.command(STATUS)

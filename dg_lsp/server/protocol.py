@@ -2,11 +2,13 @@
 
 1. A request whose params do not deserialize is answered with InvalidParams (pygls logs it and
    never answers, so the client waits forever).
-2. A message that is not a JSON-RPC 2.0 object (an array, a number, `"jsonrpc": "1.0"`) is
-   answered with InvalidRequest when it carries an id, and dropped otherwise.
+2. A message that is not a JSON-RPC 2.0 object (an array, a number, `"jsonrpc": "1.0"`, a method
+   that is not a string) is answered with InvalidRequest when it carries an id, else dropped.
 3. Before `initialize`, requests get ServerNotInitialized and notifications other than `exit`
    are dropped, as the LSP specification says.
-4. didChange applies edits leniently (`documents.apply_change`) and ignores documents that
+4. A response of the client that does not deserialize fails the request it answers (pygls drops
+   it, and whoever awaits the answer waits forever).
+5. didChange applies edits leniently (`documents.apply_change`) and ignores documents that
    are not open, instead of raising half-way through.
 Server-side errors outside requests are logged, not shown (`DgLspServer.report_server_error`).
 """
@@ -35,14 +37,28 @@ class DgLspProtocol(LanguageServerProtocol):
         self._initialize_seen = False
 
     def structure_message(self, data):
+        if isinstance(data, dict) and "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
+            self._reject(data.get("id"), JsonRpcInvalidRequest("the method must be a string"))
+            raise JsonRpcInvalidRequest("the method must be a string")
         try:
             return super().structure_message(data)
         except (JsonRpcInvalidParams, JsonRpcInternalError) as exc:
             if isinstance(data, dict) and "id" in data and "method" in data:
                 error = JsonRpcInvalidParams(f"invalid params for {data.get('method')!r}")
                 self._send_response(data["id"], None, error.to_response_error())
+            elif isinstance(data, dict) and "id" in data:  # a malformed answer to one of our requests
+                self._fail_pending(data["id"])
             log.warning("rejected malformed message: %s", type(exc).__name__)
             raise
+
+    def _fail_pending(self, msg_id) -> None:
+        """Without this the request's future never resolves and its awaiter hangs forever."""
+        try:
+            future = self._request_futures.pop(msg_id, None)
+        except TypeError:  # an unhashable id
+            return
+        if future is not None and not future.done():
+            future.set_exception(JsonRpcInvalidParams("malformed response from the client"))
 
     def _reject(self, msg_id, error: JsonRpcException) -> None:
         if isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool):

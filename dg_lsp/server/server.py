@@ -115,6 +115,7 @@ class DgLspServer(LanguageServer):
     def status(self) -> dict:
         out = self.holder.status()
         out["completion"] = dict(self._service.stats) if self._service is not None else {}
+        out["engine"] = dict(self.holder.engine.stats) if self.holder.engine is not None else {}
         out["process"] = process_usage()
         return out
 

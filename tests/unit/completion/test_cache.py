@@ -41,3 +41,9 @@ def test_exact_hits_and_typing_through():
     cache.put(_ctx("y"), "z")
     assert len(cache) == 2 and cache.get(_ctx()) is None  # least recently used went
     assert cache.type_through(_ctx("3.1")) == "4 * r * r"  # recent suggestions of the document remain
+
+
+def test_exact_hits_stay_within_a_document():
+    cache = SuggestionCache()
+    cache.put(_ctx(key="a.py"), "3.14")
+    assert cache.get(_ctx(key="b.py")) is None and cache.get(_ctx(key="a.py")) == "3.14"

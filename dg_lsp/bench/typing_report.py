@@ -1,0 +1,71 @@
+"""The typing benchmark's tables: one column per (documents, mode) run, ratios on / off."""
+
+from __future__ import annotations
+
+ROWS = [  # (label, key, format)
+    ("final suggestion p50 (ms)", "final_p50_ms", "{:.0f}"),
+    ("final suggestion p95 (ms)", "final_p95_ms", "{:.0f}"),
+    ("requests (keystrokes)", "keystrokes", "{:.0f}"),
+    ("answered by a computation", "computed_share", "{:.1%}"),
+    ("superseded or cancelled", "superseded_share", "{:.1%}"),
+    ("served from the cache (hit rate)", "cache_hit_rate", "{:.1%}"),
+    ("CPU s per shown suggestion", "cpu_s_per_shown", "{:.2f}"),
+    ("computations started", "computations", "{:.0f}"),
+    ("  stopped early (superseded)", "computations_stopped", "{:.0f}"),
+    ("denoising steps per computation", "steps_per_job", "{:.1f}"),
+    ("  step budget (deadline) hit", "deadline_hits", "{:.0f}"),
+    ("prompt tokens from prefix cache", "prefix_reused_share", "{:.1%}"),
+    ("encode ms per computation", "encode_ms_per_job", "{:.1f}"),
+    ("non-empty final suggestions", "final_nonempty", "{:.0%}"),
+]
+
+
+def _cell(fmt: str, value) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _ratio(on, off) -> str:
+    if on is None or off is None or not off:
+        return "-"
+    return f"{on / off:.2f}x"
+
+
+def table(runs: list[dict], docs: tuple[int, ...], modes: tuple[str, ...]) -> str:
+    by = {(r["docs"], r["mode"]): r for r in runs}
+    head = ["figure"]
+    for n in docs:
+        head += [f"{n} doc{'s' if n > 1 else ''} {m}" for m in modes]
+        if set(modes) == {"on", "off"}:
+            head.append("on/off")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, key, fmt in ROWS:
+        cells = [label]
+        for n in docs:
+            values = {m: by.get((n, m), {}).get(key) for m in modes}
+            cells += [_cell(fmt, values[m]) for m in modes]
+            if set(modes) == {"on", "off"}:
+                cells.append(_ratio(values["on"], values["off"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def probe_table(p: dict) -> str:
+    e, b = p["encode"], p["batch"]
+    n = b["batch"]
+    return "\n".join([
+        "| encoder, prompt of {} tokens | on (prefix cache) | off | on/off |".format(e["prompt_tokens"]),
+        "|---|---|---|---|",
+        f"| re-encode after a one-character edit (ms) | {e['edit_reencode_ms']:.1f} "
+        f"({e['edit_tokens_encoded']:.0f} tokens encoded) | {e['full_encode_ms']:.1f} (full encode) "
+        f"| {e['edit_reencode_ms'] / max(e['full_encode_ms'], 1e-9):.3f}x |",
+        "",
+        f"| one denoising step | 1 request | {n} requests batched | batched / {n} serial |",
+        "|---|---|---|---|",
+        f"| ms | {b['step_ms_1']:.1f} | {b[f'step_ms_{n}']:.1f} | {b['batched_vs_serial']:.2f}x |",
+    ])
+
+
+def soak_line(s: dict) -> str:
+    return (f"soak: {s['completions']} completions in {s['seconds']:.0f} s; server RSS {s['rss_mb_start']:.0f} -> "
+            f"{s['rss_mb_end']:.0f} MB (growth {s['growth_mb']:+.1f} MB, "
+            f"{s['growth_mb_after_first_sample']:+.1f} MB after the first sample)")

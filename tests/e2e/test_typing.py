@@ -1,0 +1,55 @@
+"""Typing over the real protocol: typing-through a shown suggestion, and a smoke run of
+`dg-lsp bench typing` (the benchmark itself prints figures; nothing here is timed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from .conftest import server_command, tiny_model_path
+from .rawclient import RawClient
+
+URI = "file:///tmp/dg_lsp_typing/t.py"
+TEXT = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
+
+
+def _inline(line, character):
+    return {"textDocument": {"uri": URI}, "position": {"line": line, "character": character},
+            "context": {"triggerKind": 2}}
+
+
+def test_typing_the_start_of_a_suggestion_gets_the_rest_at_once():
+    client = RawClient(server_command())
+    try:
+        client.initialize({"maxSteps": 2, "temperature": 0})
+        assert client.wait_state()["state"] == "ready"
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "python", "version": 1,
+                                                                "text": TEXT}})
+        shown = client.request("textDocument/inlineCompletion", _inline(1, 11))["result"]["items"][0]["insertText"]
+        assert len(shown) >= 2, shown
+        typed = shown[0]
+        client.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [
+            {"range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 11}}, "text": typed}]})
+        at = 11 + len(typed.encode("utf-16-le")) // 2
+        item = client.request("textDocument/inlineCompletion", _inline(1, at))["result"]["items"][0]
+        assert item["insertText"] == shown[1:]
+        assert item["range"]["start"] == {"line": 1, "character": at}
+        status = client.request("workspace/executeCommand", {"command": "dgLsp.status"})["result"]
+        assert status["completion"]["cacheTyped"] == 1 and status["completion"]["computed"] == 1
+    finally:
+        client.close()
+
+
+def test_typing_benchmark_smoke(tmp_path):
+    out = tmp_path / "typing.json"
+    proc = subprocess.run([sys.executable, "-m", "dg_lsp", "bench", "typing", "--model", tiny_model_path(),
+                           "--docs", "1", "--bursts", "2", "--max-chars", "4", "--modes", "on",
+                           "--probe-tokens", "200", "--probe-reps", "1", "--no-progress", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "final suggestion p50 (ms)" in proc.stdout and "re-encode after a one-character edit" in proc.stdout
+    report = json.loads(out.read_text())
+    run = report["runs"][0]
+    assert run["mode"] == "on" and run["keystrokes"] == len(report["runs"][0]["files"]) * 8
+    assert len(report["probes"]["encode"]) and report["model_kind"] == "given"
