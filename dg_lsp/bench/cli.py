@@ -4,6 +4,7 @@
     dg-lsp bench humaneval [--split single-line|multi-line|random-span-light] [--data-dir DIR]
     dg-lsp bench tasks FILE.jsonl
     dg-lsp bench compare A.json B.json
+    dg-lsp bench gpu [--scale full,mid] [--compile off,on]   (speed on random weights: dg_lsp/bench/gpu.py)
     dg-lsp bench typing [--docs 1,4] [--soak 5000]   (latency while typing, caches on vs off: bench/typing.py)
 
 Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (repeatable),
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = sub.add_parser("compare", help="deltas between two reports (B - A)")
     cmp.add_argument("a")
     cmp.add_argument("b")
+    sub.add_parser("gpu", add_help=False, help="speed of the architecture on random weights (dg-lsp bench gpu --help)")
     sub.add_parser("typing", add_help=False, help="latency while typing, caches on vs off (dg-lsp bench typing --help)")
     return parser
 
@@ -153,6 +155,10 @@ def run(args, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "gpu":  # its own options and parser
+        from dg_lsp.bench.gpu import main as gpu_main
+
+        return gpu_main(argv[1:])
     if argv and argv[0] == "typing":  # its own options and parser
         from dg_lsp.bench.typing import main as typing_main
 

@@ -15,6 +15,7 @@ import torch
 
 from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop
+from .fast import denoise_runner
 from .loader import LoadedModel, load_model
 from .prefix_cache import PrefixCache
 from .runner import ModelRunner
@@ -32,7 +33,8 @@ class Engine:
         self.tokenizer = loaded.tokenizer
         self.spec = loaded.spec
         self.runner = ModelRunner(loaded)
-        self.loop = DenoiseLoop(self.runner, loaded.spec.noise_kind, loaded.spec.mask_token_id)
+        # On CUDA the loop's decoder steps take the fixed-shape compiled path (engine/fast); elsewhere this runner
+        self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id)
         self.worker = Worker()
         self.prefix_cache = PrefixCache(self.runner)
         self.stats = {"jobs": 0, "promptTokens": 0, "reusedTokens": 0, "encodeMs": 0.0, "denoiseMs": 0.0,

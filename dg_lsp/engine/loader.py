@@ -66,23 +66,32 @@ def pick_dtype(dtype: str, device: str):
 
 
 def load_model(model: str | None = None, device: str = "auto", dtype: str = "auto",
-               trust_remote_code: bool = False) -> LoadedModel:
-    """Load weights, tokenizer and infill spec. Raises ModelLoadError with a clear message."""
+               trust_remote_code: bool = False, quantization: str = "none") -> LoadedModel:
+    """Load weights, tokenizer and infill spec. Raises ModelLoadError with a clear message.
+    `quantization`: "none" | "nf4" (bitsandbytes 4-bit on CUDA, the `gpu` extra; see engine/fast/quant.py)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     path = resolve_model_path(model)
     dev = pick_device(device)
     torch_dtype = pick_dtype(dtype, dev)
+    from .fast.quant import quantization_kwargs, quantized_fraction
+
+    quant_kwargs = quantization_kwargs(quantization, dev, torch_dtype)
     try:
         from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True,
                                                   trust_remote_code=trust_remote_code)
         net = DiffusionGemmaForBlockDiffusion.from_pretrained(
-            str(path), local_files_only=True, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+            str(path), local_files_only=True, dtype=torch_dtype, trust_remote_code=trust_remote_code, **quant_kwargs)
     except Exception as exc:  # noqa: BLE001 - any failure here is a load failure for the user
         raise ModelLoadError(f"failed to load model from {path}: {type(exc).__name__}: {exc}") from exc
-    net.to(dev).eval()
+    if not quant_kwargs:  # a quantized model is placed by its device_map and cannot be moved
+        net.to(dev)
+    net.eval()
+    if quant_kwargs:
+        log.info("%s: %.0f%% of the parameters are 4-bit (MoE experts are not nn.Linear and stay %s)",
+                 quantization, 100 * quantized_fraction(net), torch_dtype)
     spec = InfillSpec.load(path)
     log.info("loaded %s on %s (%s), noise=%s pad_fill=%s", path, dev, torch_dtype, spec.noise_kind, spec.pad_fill)
     return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""))
