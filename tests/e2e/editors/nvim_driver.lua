@@ -97,16 +97,26 @@ end
 local function complete_and_accept(bufnr)
   local row = tonumber(env.DG_TEST_INSERT_LINE)
   api.nvim_win_set_cursor(0, { row, 0 })
-  local before = buffer_text(bufnr)
   vim.cmd('startinsert!')
   wait_for('insert mode', 2000, function()
     return api.nvim_get_mode().mode == 'i'
   end)
   results.mode = api.nvim_get_mode().mode
-  local marks = wait_for('ghost text shown', 30000, function()
+  local function shown()
     local m = ghost_marks(bufnr)
     return #m > 0 and m
-  end)
+  end
+  local marks = wait_for('ghost text shown', 30000, shown)
+  -- No suggestion where the cursor landed: keep typing DG_TEST_TYPE a key at a time, as a person
+  -- would, until the server suggests something.
+  local typed, i = env.DG_TEST_TYPE or '', 0
+  while not marks and i < #typed do
+    i = i + 1
+    api.nvim_feedkeys(typed:sub(i, i), 'nt', false)
+    marks = wait_for('ghost text after typing ' .. typed:sub(1, i), 10000, shown)
+  end
+  results.typed = typed:sub(1, i)
+  local before = buffer_text(bufnr)
   if marks then
     local d = marks[1][4]
     local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, d.virt_text or {})) }

@@ -36,6 +36,7 @@ def greet():
     return msg
 '''
 INSERT_LINE = 6  # the blank line in mul(), 1-based
+TYPE_IF_NO_SUGGESTION = "result = a * b"  # typed a key at a time until a suggestion shows
 FILL_LINE = 11
 FILL_TEXT = "café"
 
@@ -66,6 +67,7 @@ def start_session(nvim, model: str, renderer: str, tmp: Path) -> tuple[subproces
         DG_TEST_OUT=str(out),
         DG_TEST_FILE=str(work),
         DG_TEST_INSERT_LINE=str(INSERT_LINE),
+        DG_TEST_TYPE=TYPE_IF_NO_SUGGESTION,
         DG_TEST_FILL=json.dumps(fill_spec()),
         DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000),
     )
@@ -135,7 +137,11 @@ def test_suggestion_is_shown_and_accepting_changes_the_buffer(session):
     shown = "\n".join(ghost["lines"])
     assert shown.strip(), explain(session)
     before, after = session["before_accept"], session["after_accept"]
-    assert before == SOURCE.rstrip("\n")
+    typed = session.get("typed") or ""
+    assert TYPE_IF_NO_SUGGESTION.startswith(typed)
+    lines = SOURCE.rstrip("\n").split("\n")
+    lines[INSERT_LINE - 1] += typed
+    assert before == "\n".join(lines)
     assert after != before, "accepting did not change the buffer\n" + explain(session)
     # The accepted text lands at the cursor: everything before the insert line is untouched,
     # and the insert line now holds what was shown.
