@@ -38,7 +38,7 @@ MODES = {"on": {"prefixCache": True, "completionCache": True},
 class TypingOptions:
     files: list[str] = field(default_factory=list)  # default: the package's own Python files
     docs: tuple[int, ...] = (1, 4)
-    bursts: int = 12  # lines typed per document
+    bursts: int = 12  # lines typed per document (each in one to three bursts)
     max_chars: int = 40  # at most this many characters typed per line
     modes: tuple[str, ...] = ("on", "off")
     model: str | None = None
@@ -47,6 +47,7 @@ class TypingOptions:
     seed: int = 0
     probe_tokens: int = 2000
     probe_reps: int = 5
+    repeat: int = 1  # runs per (documents, mode), alternating the order of the modes; figures pooled
     soak: int = 0
     out: str | None = None
     progress: bool = True
@@ -98,8 +99,9 @@ def _delta(after: dict, before: dict) -> dict:
     return {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
 
 
-def run_once(opts: TypingOptions, model: str, mode: str, n_docs: int, files: list[Path]) -> dict:
-    rnd = random.Random(opts.seed * 1000 + n_docs)
+def run_once(opts: TypingOptions, model: str, mode: str, n_docs: int, files: list[Path], rep: int = 0) -> dict:
+    """One server, `n_docs` documents typed at once: the raw counts and final latencies."""
+    rnd = random.Random((opts.seed + rep) * 1000 + n_docs)
     scripts = []
     for path in rnd.sample(files, len(files)):
         script = make_script(path, rnd, opts.bursts, opts.max_chars)
@@ -115,29 +117,46 @@ def run_once(opts: TypingOptions, model: str, mode: str, n_docs: int, files: lis
         after = _status(client)
     finally:
         client.close()
-    comp = _delta(after["completion"], before["completion"])
-    eng = _delta(after["engine"] if "engine" in after else {}, before.get("engine", {}))
-    cpu = after["process"]["cpuSeconds"] - before["process"]["cpuSeconds"]
+    return {"mode": mode, "docs": n_docs, "rep": rep, "files": [s.uri for s in scripts], "keystrokes": log.sent,
+            "wall_s": wall, "final_latency_ms": log.final_latency_ms, "final_nonempty": log.final_nonempty,
+            "cpu_s": after["process"]["cpuSeconds"] - before["process"]["cpuSeconds"],
+            "completion": _delta(after["completion"], before["completion"]),
+            "engine": _delta(after.get("engine", {}), before.get("engine", {})),
+            "client": {"with_items": log.with_items, "empty": log.empty, "cancelled": log.cancelled,
+                       "errors": log.errors}}
+
+
+def _sum(dicts: list[dict]) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def summarize(raw: list[dict]) -> dict:
+    """The figures of one (documents, mode) cell, pooled over its repetitions."""
+    latencies = [x for r in raw for x in r["final_latency_ms"]]
+    comp, eng = _sum([r["completion"] for r in raw]), _sum([r["engine"] for r in raw])
     requests = max(1, comp.get("requests", 0))
-    shown = max(1, len(log.final_latency_ms))
+    shown = max(1, len(latencies))
+    jobs = max(1, eng.get("jobs", 0))
     cached = comp.get("cacheExact", 0) + comp.get("cacheTyped", 0) + comp.get("inflightTyped", 0)
     return {
-        "mode": mode, "docs": n_docs, "files": [s.uri for s in scripts], "keystrokes": log.sent,
-        "wall_s": wall, "final_p50_ms": percentile(log.final_latency_ms, 50),
-        "final_p95_ms": percentile(log.final_latency_ms, 95),
-        "final_nonempty": log.final_nonempty / shown,
+        "mode": raw[0]["mode"], "docs": raw[0]["docs"], "repetitions": len(raw), "shown": len(latencies),
+        "keystrokes": sum(r["keystrokes"] for r in raw),
+        "final_p50_ms": percentile(latencies, 50), "final_p95_ms": percentile(latencies, 95),
+        "final_nonempty": sum(r["final_nonempty"] for r in raw) / shown,
         "computed_share": comp.get("computed", 0) / requests,
         "superseded_share": (comp.get("superseded", 0) + comp.get("cancelled", 0)) / requests,
         "cache_hit_rate": cached / requests,
-        "cpu_s_per_shown": cpu / shown, "cpu_s": cpu,
+        "cpu_s_per_shown": sum(r["cpu_s"] for r in raw) / shown,
         "computations": comp.get("computations", 0),
         "computations_stopped": comp.get("computations", 0) - comp.get("computationsFinished", 0),
-        "steps_per_job": eng.get("steps", 0) / max(1, eng.get("jobs", 0)),
+        "steps_per_job": eng.get("steps", 0) / jobs,
         "deadline_hits": eng.get("deadlineHits", 0),
         "prefix_reused_share": eng.get("reusedTokens", 0) / max(1, eng.get("promptTokens", 0)),
-        "encode_ms_per_job": eng.get("encodeMs", 0.0) / max(1, eng.get("jobs", 0)),
-        "client": {"with_items": log.with_items, "empty": log.empty, "cancelled": log.cancelled,
-                   "errors": log.errors},
+        "encode_ms_per_job": eng.get("encodeMs", 0.0) / jobs,
         "server_completion": comp, "server_engine": eng,
     }
 
@@ -159,15 +178,17 @@ def run(opts: TypingOptions, command: str) -> dict:
     model, kind = resolve_model(opts.model)
     files = _files(opts)
     _say(opts, f"model: {model} ({kind}); {len(files)} files to type from")
-    runs = []
+    raw = []
     for n_docs in opts.docs:
-        for mode in opts.modes:
-            _say(opts, f"typing {n_docs} document(s), optimisations {mode} ...")
-            runs.append(run_once(opts, model, mode, n_docs, files))
+        for rep in range(opts.repeat):  # alternate the order so drift on a shared machine cancels out
+            for mode in (opts.modes if rep % 2 == 0 else opts.modes[::-1]):
+                _say(opts, f"typing {n_docs} document(s), optimisations {mode}, repetition {rep + 1} ...")
+                raw.append(run_once(opts, model, mode, n_docs, files, rep))
+    runs = [summarize([r for r in raw if r["docs"] == n and r["mode"] == m]) for n in opts.docs for m in opts.modes]
     _say(opts, "encoder and batching probes ...")
     probe = probes(opts, model, files)
     report = {"schema": "dg-lsp-bench-typing/1", "command": command, "model": model, "model_kind": kind,
-              "device": opts.device, "options": asdict(opts), "runs": runs, "probes": probe}
+              "device": opts.device, "options": asdict(opts), "runs": runs, "raw_runs": raw, "probes": probe}
     if opts.soak:
         from dg_lsp.bench.typing_probes import soak
 
@@ -199,13 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--files", nargs="*", default=[], help="files or directories to type from (default: dg_lsp's)")
     p.add_argument("--docs", type=_ints, default=(1, 4), help="documents typed at once, per run (default 1,4)")
-    p.add_argument("--bursts", type=int, default=12, help="lines typed per document (default 12)")
+    p.add_argument("--bursts", type=int, default=12, help="lines typed per document, each in 1-3 bursts (default 12)")
     p.add_argument("--max-chars", type=int, default=40, help="characters typed per line at most (default 40)")
     p.add_argument("--modes", default="on,off", help="on = prefix + completion cache, off = neither (default both)")
     p.add_argument("--model", default=None, help="model directory (default: embedded, else a random training-size one)")
     p.add_argument("--device", default="cpu", help="auto|cpu|cuda (default cpu)")
     p.add_argument("--setting", action="append", type=_setting, default=[], metavar="KEY=VALUE",
                    help="dgLsp server setting for every run (JSON value), e.g. maxSteps=8")
+    p.add_argument("--repeat", type=int, default=1, help="runs per cell, modes alternating; figures pooled")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--probe-tokens", type=int, default=2000)
     p.add_argument("--probe-reps", type=int, default=5)
@@ -227,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     opts = TypingOptions(files=args.files, docs=args.docs, bursts=args.bursts, max_chars=args.max_chars, modes=modes,
                          model=args.model, device=args.device, settings=dict(args.setting), seed=args.seed,
+                         repeat=max(1, args.repeat),
                          probe_tokens=args.probe_tokens, probe_reps=args.probe_reps, soak=args.soak, out=args.out,
                          progress=not args.no_progress)
     try:

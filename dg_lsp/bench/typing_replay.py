@@ -1,11 +1,13 @@
 """Replay typing through a real `dg-lsp serve` over stdio, as an editor does.
 
 A `TypingScript` is made from a real file: a block of consecutive lines is blanked (their
-indentation kept) and then typed back line by line. Each line is one *burst*: its characters
-arrive at seeded 30-80 ms intervals; each keystroke sends `didChange`, cancels the previous
-inline-completion request if it is still open (`$/cancelRequest`) and asks again
-(automatic trigger). After the burst's last keystroke the typist waits for the suggestion
-finally shown (its latency is what the user feels), reads it for a moment, and goes on.
+indentation kept) and then typed back line by line, each line in one to three *bursts* cut at
+word boundaries. Within a burst the characters arrive at seeded 30-80 ms intervals; each
+keystroke sends `didChange`, cancels the previous inline-completion request if it is still open
+(`$/cancelRequest`) and asks again (automatic trigger). After the burst's last keystroke the
+typist waits for the suggestion finally shown (its latency is what the user feels), reads it
+for a moment, and types on: where the next characters are the start of the shown suggestion,
+the server can serve the rest of it at once.
 """
 
 from __future__ import annotations
@@ -61,10 +63,20 @@ def make_script(path: Path, rnd: random.Random, bursts: int, max_chars: int = 40
         indent = len(line) - len(line.lstrip(" \t"))
         text = line[indent:][:max_chars]
         out[i] = line[:indent] + line[indent + len(text):]
-        intervals = [rnd.uniform(*interval_ms) / 1000 for _ in text]
-        script.append(Burst(i, indent, text, intervals, rnd.uniform(*pause_ms) / 1000))
+        start = 0
+        for cut in _cuts(text, rnd) + [len(text)]:
+            chunk = text[start:cut]
+            intervals = [rnd.uniform(*interval_ms) / 1000 for _ in chunk]
+            script.append(Burst(i, indent + start, chunk, intervals, rnd.uniform(*pause_ms) / 1000))
+            start = cut
     return TypingScript(uri or path.resolve().as_uri(), LANGUAGE_IDS.get(path.suffix, "plaintext"), "\n".join(out),
                         script)
+
+
+def _cuts(text: str, rnd: random.Random) -> list[int]:
+    """Up to two places inside `text` where the typist pauses: right after a space or a bracket."""
+    spots = [k + 1 for k, ch in enumerate(text[:-1]) if ch in " ([{,." and k + 1 >= 3]
+    return sorted(rnd.sample(spots, min(len(spots), rnd.randint(0, 2))))
 
 
 class TypingClient(LspClient):

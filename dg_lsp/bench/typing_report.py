@@ -5,6 +5,7 @@ from __future__ import annotations
 ROWS = [  # (label, key, format)
     ("final suggestion p50 (ms)", "final_p50_ms", "{:.0f}"),
     ("final suggestion p95 (ms)", "final_p95_ms", "{:.0f}"),
+    ("suggestions shown (bursts)", "shown", "{:.0f}"),
     ("requests (keystrokes)", "keystrokes", "{:.0f}"),
     ("answered by a computation", "computed_share", "{:.1%}"),
     ("superseded or cancelled", "superseded_share", "{:.1%}"),

@@ -197,12 +197,25 @@ class CompletionService:
                 self.stats["inflightTyped"] += 1
                 self.cache.put(p.suggestion, rest)
                 return self._completion(p, rest, None, "inflight")
+        if await self._debounced(p, ticket):
+            self.stats["superseded"] += 1
+            return None
         computation = self._start(p, use_cache, cancel)
         outcome = await self.slots.wait(key, ticket, computation)
         if outcome is DocumentSlots.SUPERSEDED:
             self.stats["superseded"] += 1
             return None
         return self._answer(p, outcome, "computed")
+
+    async def _debounced(self, p: _Prepared, ticket) -> bool:
+        """With `debounceMs`, an automatic request first waits that long: True if a newer request
+        for the document came meanwhile (a client's $/cancelRequest raises instead)."""
+        delay = self.settings.debounce_ms
+        if delay <= 0 or not p.req.automatic or p.req.is_selection:
+            return False
+        self.slots.stop_computation(p.req.doc_key)  # it was for an older context
+        await asyncio.wait({ticket}, timeout=delay / 1000)
+        return ticket.done()
 
     def _answer(self, p: _Prepared, outcome, source: str) -> Completion | None:
         if outcome is None:  # the computation was stopped (by the client's $/cancelRequest, or a fill)
@@ -244,7 +257,9 @@ class CompletionService:
                        total_request=(time.perf_counter() - p.t0) * 1000)
         if not text:
             self.stats["empty"] += 1
-        log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source,
-                 f", {result.steps} steps" if result is not None else "")
+        detail = ""
+        if result is not None:
+            detail = f", {result.steps} steps" + (", step budget hit" if result.deadline_hit else "")
+        log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source, detail)
         return Completion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
                           source=source)

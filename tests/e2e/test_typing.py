@@ -51,5 +51,5 @@ def test_typing_benchmark_smoke(tmp_path):
     assert "final suggestion p50 (ms)" in proc.stdout and "re-encode after a one-character edit" in proc.stdout
     report = json.loads(out.read_text())
     run = report["runs"][0]
-    assert run["mode"] == "on" and run["keystrokes"] == len(report["runs"][0]["files"]) * 8
+    assert run["mode"] == "on" and run["keystrokes"] == 8 and run["shown"] >= 2
     assert len(report["probes"]["encode"]) and report["model_kind"] == "given"

@@ -74,3 +74,20 @@ def test_newer_request_supersedes_and_same_context_takes_over_the_computation(ti
     assert done.source == "computed" and done.result.steps == 256
     assert service.stats["superseded"] == 2 and service.stats["inflightAdopted"] == 1
     assert tiny_engine.stats["cancelled"] >= 1  # the replaced job stopped early
+
+
+def test_debounce_starts_no_computation_for_a_request_replaced_meanwhile(tiny_engine):
+    service = CompletionService(tiny_engine, dataclasses.replace(GREEDY, debounce_ms=300.0))
+
+    def auto(typed):
+        return dataclasses.replace(_req(typed), automatic=True)
+
+    async def scenario():
+        first = asyncio.ensure_future(service.complete(auto("a")))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(service.complete(auto("ab")))
+        return await asyncio.wait_for(first, 5), await asyncio.wait_for(second, 60)
+
+    first, second = asyncio.run(scenario())
+    assert first is None and second.source == "computed"
+    assert service.stats["computations"] == 1 and service.stats["superseded"] == 1
