@@ -56,11 +56,12 @@ def rest_after_typing(old: SuggestionContext, suggestion: str, new: SuggestionCo
 
 
 class SuggestionCache:
-    def __init__(self, capacity: int = 256, per_document: int = 8):
-        self.capacity = capacity
+    def __init__(self, capacity: int = 256, per_document: int = 4, documents: int = 64):
+        self.capacity = capacity  # exact entries; each holds its windows (a few kB)
         self._exact: OrderedDict[tuple, str] = OrderedDict()
         self._recent: OrderedDict[object, deque] = OrderedDict()  # doc_key -> recent (context, text)
         self._per_document = per_document
+        self._documents = documents
 
     def __len__(self) -> int:
         return len(self._exact)
@@ -78,7 +79,7 @@ class SuggestionCache:
             recent = self._recent.pop(ctx.doc_key, None) or deque(maxlen=self._per_document)
             recent.append((ctx, text))
             self._recent[ctx.doc_key] = recent
-            while len(self._recent) > self.capacity:
+            while len(self._recent) > self._documents:
                 self._recent.popitem(last=False)
 
     def get(self, ctx: SuggestionContext) -> str | None:
