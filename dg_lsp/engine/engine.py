@@ -113,13 +113,18 @@ class Engine:
         out = self.prefix_cache.encode(doc_key, prompt)
         return out.cache, out.reused
 
+    def prompt_budget(self, asked: int) -> int:
+        """The request's prompt budget, capped by what the model was trained on (dg_lsp.json)."""
+        cap = self.spec.max_prompt_tokens
+        return min(asked, cap) if cap else asked
+
     def run_infill(self, request: InfillRequest) -> InfillResult:
         request.started_at = time.monotonic()
         t0 = time.perf_counter()
         params = request.params
         prefix_ids = self._tokens(request.prefix)
         suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
-        prompt = build_prompt(prefix_ids, request.max_prompt_tokens, self.bos_id)
+        prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         canvas = self._build_canvas(request, prompt, suffix_ids)
         t_tok = _ms(t0)
         t1 = time.perf_counter()
@@ -174,7 +179,7 @@ class Engine:
                            max_prompt_tokens: int) -> InfillResult:
         """Greedy next-token decoding with the encoder (same weights) on the prefix alone."""
         t0 = time.perf_counter()
-        prompt = build_prompt(self._tokens(prefix), max_prompt_tokens, self.bos_id)
+        prompt = build_prompt(self._tokens(prefix), self.prompt_budget(max_prompt_tokens), self.bos_id)
         t_tok = _ms(t0)
         t1 = time.perf_counter()
         cache, hidden = self.runner.encode(prompt)

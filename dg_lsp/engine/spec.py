@@ -26,6 +26,8 @@ class InfillSpec:
     suffix_head_tokens: int = 16  # at most this many suffix tokens are pinned in the canvas
     # Encoder prompt = [bos] + prefix. Models trained with a marked far suffix would set these.
     add_bos: bool = True
+    # Longest encoder prompt the model was trained on; requests asking for more are capped to it.
+    max_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.noise_kind not in NOISE_KINDS:

@@ -25,7 +25,9 @@ def export_model(model, tokenizer, opts, state: dict, out_dir: str | Path, run_d
     model.save_pretrained(str(out), safe_serialization=True)
     tokenizer.save_pretrained(str(out))
     InfillSpec(noise_kind=opts.noise, mask_token_id=MASK_ID if opts.noise == "mask" else None, pad_fill=True,
-               suffix_head_tokens=opts.suffix_head, add_bos=True).save(out)
+               suffix_head_tokens=opts.suffix_head, add_bos=True,
+               # Canvas b of a training window sits after b * L clean tokens: longer prompts were never seen.
+               max_prompt_tokens=(opts.n_canvases - 1) * opts.canvas_length).save(out)
     (out / "MODEL.md").write_text(model_card(model, opts, state, out, Path(run_dir)), encoding="utf-8")
     return out
 

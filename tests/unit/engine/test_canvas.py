@@ -58,3 +58,19 @@ def test_prompt_start_moves_in_jumps_while_the_prefix_grows():
         starts.append(prompt[1])
     assert len(set(starts)) == 11  # one jump per 4 tokens typed, not one per token
     assert build_prompt(list(range(10)), max_tokens=5, bos_id=None, stride=3) == [6, 7, 8, 9]
+
+
+def test_model_spec_caps_the_prompt_budget(tiny_model_dir, tmp_path):
+    import shutil
+
+    from dg_lsp.engine import Engine, InfillSpec
+
+    capped = tmp_path / "capped"
+    shutil.copytree(tiny_model_dir, capped)
+    spec = InfillSpec.load(capped)
+    InfillSpec(**{**spec.__dict__, "max_prompt_tokens": 8}).save(capped)
+    engine = Engine.load(str(capped), device="cpu")
+    try:
+        assert engine.prompt_budget(1024) == 8 and engine.prompt_budget(4) == 4
+    finally:
+        engine.close()
