@@ -34,7 +34,7 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
-def _setting(text: str) -> tuple[str, object]:
+def parse_setting(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -71,7 +71,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--canvas", type=int, default=None, help="pad-fill hole length (default: the model's canvas)")
     g.add_argument("--max-new-tokens", type=int, default=64, help="ar baseline token budget")
     g.add_argument("--max-prompt-tokens", type=int, default=1024)
-    g.add_argument("--lsp-setting", action="append", type=_setting, default=[], metavar="KEY=VALUE",
+    g.add_argument("--lsp-setting", action="append", type=parse_setting, default=[], metavar="KEY=VALUE",
                    help="extra dgLsp server setting for --via lsp (value parsed as JSON), e.g. maxLines=30")
     g.add_argument("--n", type=int, default=None, help="at most this many tasks (seeded random choice)")
     g.add_argument("--seed", type=int, default=0)

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dg_lsp.bench.cli import parse_setting
 from dg_lsp.bench.metrics import percentile
 from dg_lsp.bench.typing_model import package_sources, resolve_model
 from dg_lsp.bench.typing_replay import RequestLog, TypingClient, make_script, type_all
@@ -201,16 +202,6 @@ def run(opts: TypingOptions, command: str) -> dict:
     return report
 
 
-def _setting(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(",") if v)
 
@@ -225,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--modes", default="on,off", help="on = prefix + completion cache, off = neither (default both)")
     p.add_argument("--model", default=None, help="model directory (default: embedded, else a random training-size one)")
     p.add_argument("--device", default="cpu", help="auto|cpu|cuda (default cpu)")
-    p.add_argument("--setting", action="append", type=_setting, default=[], metavar="KEY=VALUE",
+    p.add_argument("--setting", action="append", type=parse_setting, default=[], metavar="KEY=VALUE",
                    help="dgLsp server setting for every run (JSON value), e.g. maxSteps=8")
     p.add_argument("--repeat", type=int, default=1, help="runs per cell, modes alternating; figures pooled")
     p.add_argument("--seed", type=int, default=0)
