@@ -145,6 +145,9 @@ local function complete_and_accept(bufnr)
     local s = server_status(client())
     return s and not s.busy and s.queue == 0
   end)
+  -- Put the buffer back as it was before the accept: a multi-line suggestion shifts the lines the
+  -- :DgFill step below addresses.
+  api.nvim_buf_set_lines(bufnr, 0, -1, true, vim.split(before, '\n', { plain = true }))
 end
 
 -- 3. :DgFill on a charwise visual selection; record the edit the server sent back.
