@@ -32,12 +32,7 @@ def latency_cdf(samples: list[dict], path: Path) -> Path | None:
     ax.set_ylabel("fraction of completions")
     ax.set_ylim(0, 1.01)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("Latency CDF")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "Latency CDF", path)
 
 
 def _overall(rows: list[dict], label: str) -> dict | None:
@@ -74,12 +69,7 @@ def quality_vs_steps(rows: list[dict], configs: list[dict], path: Path) -> Path 
     ax.set_xlabel("max denoising steps")
     ax.set_ylabel("%")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("Quality against steps")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "Quality against steps", path)
 
 
 def write_plots(report: dict, json_path: str | Path) -> list[Path]:
@@ -89,3 +79,15 @@ def write_plots(report: dict, json_path: str | Path) -> list[Path]:
     written = [latency_cdf(report["samples"], Path(f"{stem}.latency_cdf.png")),
                quality_vs_steps(report["rows"], report["configs"], Path(f"{stem}.quality_vs_steps.png"))]
     return [p for p in written if p is not None]
+
+
+def _save(fig, ax, title: str, path):
+    """Legend, title, layout, write the PNG and free the figure."""
+    import matplotlib.pyplot as plt
+
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
