@@ -83,8 +83,7 @@ def write_plots(report: dict, json_path: str | Path) -> list[Path]:
 
 def _save(fig, ax, title: str, path):
     """Legend, title, layout, write the PNG and free the figure."""
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     ax.legend(fontsize=8)
     ax.set_title(title)
     fig.tight_layout()
