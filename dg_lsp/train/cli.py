@@ -11,6 +11,9 @@ from pathlib import Path
 # Options a resumed run may change; everything else comes from the run's saved options.
 RESUMABLE_OVERRIDES = {"steps", "minutes", "threads", "ckpt_minutes", "eval_every", "log_every", "export", "lr",
                        "eval_batches", "warmup", "progress", "cooldown_steps"}
+# Options that describe one invocation, never the run: a resumed run takes them from this command line (or the
+# defaults), so an --export given once is not repeated by every later resume.
+PER_INVOCATION = {"minutes", "export"}
 
 
 @dataclass
@@ -81,7 +84,7 @@ def resolve_options(opts: TrainOptions, given: set[str]) -> TrainOptions:
     base = json.loads(saved.read_text(encoding="utf-8"))
     known = {f.name for f in fields(TrainOptions)}
     merged = {k: v for k, v in base.items() if k in known}
-    for k in given & RESUMABLE_OVERRIDES | {"resume", "out"}:
+    for k in given & RESUMABLE_OVERRIDES | {"resume", "out"} | PER_INVOCATION:
         merged[k] = getattr(opts, k)
     ignored = sorted(given - RESUMABLE_OVERRIDES - {"resume", "out"})
     if ignored:

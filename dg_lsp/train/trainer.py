@@ -136,6 +136,7 @@ class Trainer:
         return metrics
 
     def _on_signal(self, signum, frame):
+        print(f"signal {signum}: stopping after this step and saving a checkpoint", file=sys.stderr, flush=True)
         self._stop = True
 
     def run(self) -> dict:
