@@ -1,4 +1,4 @@
-"""The typing benchmark's tables: one column per (documents, mode) run, ratios on / off."""
+"""The typing benchmark's tables: one column per (documents, mode) run, ratios on / each other mode."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ ROWS = [  # (label, key, format)
     ("  step budget (deadline) hit", "deadline_hits", "{:.0f}"),
     ("prompt tokens from prefix cache", "prefix_reused_share", "{:.1%}"),
     ("encode ms per computation", "encode_ms_per_job", "{:.1f}"),
+    ("computations run in a cross-document batch", "batched_share", "{:.1%}"),
+    ("  rows per batch", "rows_per_batch", "{:.2f}"),
     ("non-empty final suggestions", "final_nonempty", "{:.0%}"),
 ]
 
@@ -34,18 +36,17 @@ def _ratio(on, off) -> str:
 def table(runs: list[dict], docs: tuple[int, ...], modes: tuple[str, ...]) -> str:
     by = {(r["docs"], r["mode"]): r for r in runs}
     head = ["figure"]
+    others = [m for m in modes if m != "on"] if "on" in modes else []
     for n in docs:
         head += [f"{n} doc{'s' if n > 1 else ''} {m}" for m in modes]
-        if set(modes) == {"on", "off"}:
-            head.append("on/off")
+        head += [f"on/{m}" for m in others]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, key, fmt in ROWS:
         cells = [label]
         for n in docs:
             values = {m: by.get((n, m), {}).get(key) for m in modes}
             cells += [_cell(fmt, values[m]) for m in modes]
-            if set(modes) == {"on", "off"}:
-                cells.append(_ratio(values["on"], values["off"]))
+            cells += [_ratio(values["on"], values[m]) for m in others]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

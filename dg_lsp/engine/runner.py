@@ -32,9 +32,10 @@ class ModelRunner:
         out = self.model.model.encoder(input_ids=ids, past_key_values=cache, position_ids=positions)
         return out.past_key_values, out.last_hidden_state
 
-    def decoder_mask(self, cache, valid: torch.BoolTensor):
-        """4D masks for rows with padding: every row sees the whole cache and its own valid canvas keys."""
-        if bool(valid.all()):
+    def decoder_mask(self, cache, valid: torch.BoolTensor, key_valid: dict[str, torch.BoolTensor] | None = None):
+        """4D masks for rows with padding: every row sees the whole cache (or, for a cross-document batch, its
+        own real keys in `key_valid` per layer kind) and its own valid canvas keys."""
+        if key_valid is None and bool(valid.all()):
             return None
         b, length = valid.shape
         masks = {}
@@ -42,9 +43,38 @@ class ModelRunner:
             idx = self.text_config.layer_types.index(kind)
             cached = cache.layers[idx].keys.shape[-2]
             m = torch.ones(b, 1, length, cached + length, dtype=torch.bool, device=self.device)
+            if key_valid is not None:
+                m[..., :cached] = key_valid[kind].to(self.device)[:, None, None, :]
             m[..., cached:] = valid.to(self.device)[:, None, None, :]
             masks[kind] = m
         return masks
+
+    def merge_caches(self, caches: list) -> tuple[object, dict[str, torch.BoolTensor]]:
+        """Stack one-row prompt caches of different lengths into one batch cache, right-padded with zeros.
+
+        Returns the cache and, per layer kind, which cached keys of each row are real (for decoder_mask)."""
+        merged = self.new_cache()
+        key_valid: dict[str, torch.BoolTensor] = {}
+        for i, dst in enumerate(merged.layers):
+            srcs = [c.layers[i] for c in caches]
+            lengths = [s.keys.shape[-2] for s in srcs]
+            width = max(lengths)
+            keys = srcs[0].keys.new_zeros((len(srcs),) + tuple(srcs[0].keys.shape[1:-2]) + (width, srcs[0].keys.shape[-1]))
+            values = srcs[0].values.new_zeros((len(srcs),) + tuple(srcs[0].values.shape[1:-2]) + (width, srcs[0].values.shape[-1]))
+            for row, (src, n) in enumerate(zip(srcs, lengths)):
+                keys[row, ..., :n, :] = src.keys[0, ..., :n, :]
+                values[row, ..., :n, :] = src.values[0, ..., :n, :]
+            dst.lazy_initialization(keys, values)
+            dst.keys, dst.values = keys, values
+            if hasattr(dst, "cumulative_length"):
+                dst.cumulative_length = max(s.get_seq_length() for s in srcs)
+            kind = self.text_config.layer_types[i]
+            if kind not in key_valid:
+                valid = torch.zeros(len(srcs), width, dtype=torch.bool)
+                for row, n in enumerate(lengths):
+                    valid[row, :n] = True
+                key_valid[kind] = valid
+        return merged, key_valid
 
     @torch.inference_mode()
     def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,

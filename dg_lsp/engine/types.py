@@ -36,6 +36,7 @@ class InfillRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     reuse_prefix: bool = True  # reuse the document's last encoder cache where the prompt agrees with it
     started_at: float | None = None  # time.monotonic() when the worker began it (set by the engine)
+    batch_rows: int = 1  # >1: may share decoder forwards with other documents' requests, this many rows at most
 
 
 @dataclass
@@ -52,6 +53,7 @@ class InfillResult:
     candidates: list[tuple[str, float]] = field(default_factory=list)  # (text, score) per length candidate
     prompt_tokens: int = 0
     reused_tokens: int = 0  # prompt tokens whose encoder cache came from the document's previous prompt
+    batch_rows: int = 1  # rows of the cross-document batch this result was computed in
 
     def to_json(self) -> dict:
         return {
@@ -66,4 +68,5 @@ class InfillResult:
             "score": self.score,
             "prompt_tokens": self.prompt_tokens,
             "reused_tokens": self.reused_tokens,
+            "batch_rows": self.batch_rows,
         }

@@ -45,6 +45,27 @@ class RawClient:
         self.send_bytes(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode())
         return self.wait_response(msg_id, timeout)
 
+    def request_many(self, method: str, params_list: list, timeout: float = 60.0) -> list[dict]:
+        """Send several requests back to back, then collect every response (in the order sent)."""
+        ids = []
+        for params in params_list:
+            self._next += 1
+            ids.append(self._next)
+            self.send_bytes(json.dumps({"jsonrpc": "2.0", "id": self._next, "method": method,
+                                        "params": params}).encode())
+        got: dict = {}
+        deadline = time.monotonic() + timeout
+        while len(got) < len(ids):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no response to requests {sorted(set(ids) - set(got))}")
+            msg = self.messages.get(timeout=left)
+            if msg.get("id") in ids and "method" not in msg:
+                got[msg["id"]] = msg
+            elif "method" in msg and "id" in msg:
+                self.send_bytes(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": None}).encode())
+        return [got[i] for i in ids]
+
     def wait_response(self, msg_id, timeout: float = 60.0) -> dict:
         deadline = time.monotonic() + timeout
         while True:

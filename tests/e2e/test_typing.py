@@ -53,3 +53,35 @@ def test_typing_benchmark_smoke(tmp_path):
     run = report["runs"][0]
     assert run["mode"] == "on" and run["keystrokes"] == 8 and run["shown"] >= 2
     assert len(report["probes"]["encode"]) and report["model_kind"] == "given"
+
+
+def _doc_uri(i):
+    return f"file:///tmp/dg_lsp_typing/doc{i}.py"
+
+
+def test_documents_waiting_together_share_decoder_forwards():
+    """Requests of four documents sent at once: while the first computes, the other three queue and run
+    as one batch; every document gets its own answer (the same as with batching switched off)."""
+    texts = [f"def f{i}(a, b):\n    return \n" for i in range(4)]
+    answers = {}
+    for batch in (4, 1):
+        client = RawClient(server_command())
+        try:
+            client.initialize({"maxSteps": 4, "temperature": 0, "batchDocuments": batch, "completionCache": False})
+            assert client.wait_state()["state"] == "ready"
+            for i, text in enumerate(texts):
+                client.notify("textDocument/didOpen", {"textDocument": {"uri": _doc_uri(i), "languageId": "python",
+                                                                        "version": 1, "text": text}})
+            params = [{"textDocument": {"uri": _doc_uri(i)}, "position": {"line": 1, "character": 11},
+                       "context": {"triggerKind": 1}} for i in range(4)]
+            replies = client.request_many("textDocument/inlineCompletion", params)
+            answers[batch] = [[it["insertText"] for it in r["result"]["items"]] for r in replies]
+            engine = client.request("workspace/executeCommand", {"command": "dgLsp.status"})["result"]["engine"]
+            if batch == 4:
+                assert engine["batches"] >= 1 and engine["batchedJobs"] >= 2, engine
+            else:
+                assert engine["batches"] == 0, engine
+        finally:
+            client.close()
+    assert answers[4] == answers[1]
+    assert all(len(a) == 1 and a[0] for a in answers[4]), answers
