@@ -87,17 +87,20 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dg-lsp bench", description="Benchmark completion quality and speed.")
     sub = parser.add_subparsers(dest="command", required=True)
-    repo = sub.add_parser("repo", help="holes mined from a directory of code")
-    repo.add_argument("path")
-    repo.add_argument("--kinds", default=",".join(KINDS), help="kinds, each optionally =COUNT (default: all)")
-    repo.add_argument("--per-kind", type=int, default=40, help="holes per kind and language (default 40)")
-    repo.add_argument("--languages", default=None, help="comma-separated languages (default: all found)")
+    repo = sub.add_parser("repo", help="holes mined from directories of code")
+    repo.add_argument("path", nargs="+", help="one or more directories")
+    heldout = sub.add_parser("heldout", help="holes mined from the stdlib packages the training script holds out "
+                                             "(json, email, http, xml, logging, urllib of this interpreter)")
+    for p in (repo, heldout):
+        p.add_argument("--kinds", default=",".join(KINDS), help="kinds, each optionally =COUNT (default: all)")
+        p.add_argument("--per-kind", type=int, default=40, help="holes per kind and language (default 40)")
+        p.add_argument("--languages", default=None, help="comma-separated languages (default: all found)")
     he = sub.add_parser("humaneval", help="HumanEval-Infilling, scored by pass@1")
     he.add_argument("--split", choices=sorted(HUMANEVAL_SPLITS), default="single-line")
     he.add_argument("--data-dir", default=None, help="folder of the HumanEval-*.jsonl.gz files")
     tasks = sub.add_parser("tasks", help="a JSONL of tasks with the HumanEval-Infilling fields")
     tasks.add_argument("file")
-    for p in (repo, he, tasks):
+    for p in (repo, heldout, he, tasks):
         _run_options(p)
     cmp = sub.add_parser("compare", help="deltas between two reports (B - A)")
     cmp.add_argument("a")
@@ -110,14 +113,21 @@ def build_parser() -> argparse.ArgumentParser:
 def load_tasks(args) -> tuple[list, dict]:
     from dg_lsp.bench import tasks as T
 
-    if args.command == "repo":
-        from dg_lsp.bench.files import discover
+    if args.command in ("repo", "heldout"):
+        from dg_lsp.bench.files import discover_many
         from dg_lsp.bench.mining import mine
 
+        if args.command == "heldout":
+            from dg_lsp.train.corpus import HELD_OUT_PACKAGES, stdlib_dir
+
+            roots = [str(stdlib_dir() / name) for name in HELD_OUT_PACKAGES]
+        else:
+            roots = list(args.path)
         languages = set(args.languages.split(",")) if args.languages else None
-        files = discover(args.path, languages)
+        files = discover_many(roots, languages)
         found = mine(files, parse_kinds(args.kinds, args.per_kind), seed=args.seed)
-        source = {"type": "repo", "path": args.path, "split": None, "files": len(files)}
+        source = {"type": args.command, "path": ", ".join(roots), "split": None,
+                  "files": len(files)}
     elif args.command == "humaneval":
         found = T.load_humaneval(args.split, args.data_dir)
         source = {"type": "humaneval", "path": args.data_dir or str(T.default_data_dir()), "split": args.split}

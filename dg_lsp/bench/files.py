@@ -86,3 +86,14 @@ def discover(root: str | Path, languages: set[str] | None = None) -> list[Source
                 continue
             found.append(SourceFile(full.relative_to(root).as_posix(), language, text))
     return found
+
+
+def discover_many(roots: list[str | Path], languages: set[str] | None = None) -> list[SourceFile]:
+    """`discover` over several roots; with more than one, paths start with the root's folder name."""
+    if len(roots) == 1:
+        return discover(roots[0], languages)
+    found: list[SourceFile] = []
+    for root in roots:
+        name = Path(root).name
+        found += [SourceFile(f"{name}/{f.path}", f.language, f.text) for f in discover(root, languages)]
+    return found

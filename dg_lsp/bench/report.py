@@ -6,7 +6,7 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
       "schema": "dg-lsp-bench/1",
       "created": "2025-01-01T12:00:00+00:00",       # UTC, ISO 8601
       "command": "dg-lsp bench humaneval --split single-line --n 300 ...",
-      "source": {"type": "repo" | "humaneval" | "tasks", "path": str, "split": str | null,
+      "source": {"type": "repo" | "heldout" | "humaneval" | "tasks", "path": str (roots joined by ", "), "split": str | null,
                  "n_tasks": int, "seed": int},
       "model": str | null, "device": str | null, "dtype": str | null,
       "configs": [{                                  # one per (mode, via, --steps value)

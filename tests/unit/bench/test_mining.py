@@ -151,3 +151,19 @@ def test_discover_skips_vendored_generated_minified_binary(tmp_path):
 def test_files_that_do_not_parse_are_not_mined(tmp_path):
     (tmp_path / "bad.py").write_text("def f(:\n    return 1\n    return 2\n")
     assert mine(discover(tmp_path), COUNTS, seed=0) == []
+
+
+def test_several_roots_keep_their_names_and_heldout_targets_the_held_out_stdlib(tmp_path):
+    from dg_lsp.bench.cli import build_parser, load_tasks
+    from dg_lsp.bench.files import discover_many
+    from dg_lsp.train.corpus import HELD_OUT_PACKAGES
+
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.py").write_text(f"def {name}(x):\n    return x + 1\n")
+    files = discover_many([tmp_path / "one", tmp_path / "two"])
+    assert sorted(f.path for f in files) == ["one/m.py", "two/m.py"]
+    args = build_parser().parse_args(["heldout", "--kinds", "single-line", "--per-kind", "5", "--n", "5"])
+    tasks, source = load_tasks(args)
+    assert source["type"] == "heldout" and len(tasks) == 5
+    assert {t.path.split("/")[0] for t in tasks} <= set(HELD_OUT_PACKAGES)
