@@ -161,7 +161,7 @@ def summarize(raw: list[dict]) -> dict:
         "prefix_reused_share": eng.get("reusedTokens", 0) / max(1, eng.get("promptTokens", 0)),
         "encode_ms_per_job": eng.get("encodeMs", 0.0) / jobs,
         "batched_share": eng.get("batchedJobs", 0) / jobs,
-        "rows_per_batch": eng.get("batchedJobs", 0) / max(1, eng.get("batches", 0)),
+        "rows_per_forward": (eng.get("batchRowSteps", 0) / eng["batchForwards"]) if eng.get("batchForwards") else None,
         "server_completion": comp, "server_engine": eng,
     }
 

@@ -17,8 +17,8 @@ ROWS = [  # (label, key, format)
     ("  step budget (deadline) hit", "deadline_hits", "{:.0f}"),
     ("prompt tokens from prefix cache", "prefix_reused_share", "{:.1%}"),
     ("encode ms per computation", "encode_ms_per_job", "{:.1f}"),
-    ("computations run in a cross-document batch", "batched_share", "{:.1%}"),
-    ("  rows per batch", "rows_per_batch", "{:.2f}"),
+    ("computations sharing forwards across documents", "batched_share", "{:.1%}"),
+    ("  rows per batched decoder forward", "rows_per_forward", "{:.2f}"),
     ("non-empty final suggestions", "final_nonempty", "{:.0%}"),
 ]
 

@@ -21,10 +21,6 @@ class InfillCanvas:
     valid: torch.BoolTensor  # [B, L] False on the padding of shorter rows (masked out of attention)
     hole_lengths: list[int]  # k per row
     suffix_head_len: int
-    # Set only for a cross-document batch (stack_rows): each row's own prompt length, and which cached keys of
-    # each layer kind are real (the rows' caches are right-padded to the longest).
-    row_prompt_lengths: list[int] | None = None
-    key_valid: dict[str, torch.BoolTensor] | None = None
 
     @property
     def batch_size(self) -> int:
@@ -39,27 +35,9 @@ class InfillCanvas:
         return ~self.pinned  # [B, L]
 
     def position_ids(self) -> torch.LongTensor:
-        """Decoder positions continue right after the prompt: [1, L] ([B, L] for a cross-document batch)."""
-        if self.row_prompt_lengths is not None:
-            return torch.stack([torch.arange(n, n + self.length, dtype=torch.long) for n in self.row_prompt_lengths])
+        """Decoder positions continue right after the prompt: [1, L]."""
         start = len(self.prompt_ids)
         return torch.arange(start, start + self.length, dtype=torch.long).unsqueeze(0)
-
-
-def stack_rows(canvases: list[InfillCanvas], key_valid: dict[str, torch.BoolTensor]) -> InfillCanvas:
-    """One batch of one-row canvases of equal width, each after its own prompt (cross-document batching)."""
-    if any(c.batch_size != 1 for c in canvases) or len({c.length for c in canvases}) != 1:
-        raise ValueError("stack_rows takes one-row canvases of equal width")
-    return InfillCanvas(
-        prompt_ids=[],
-        canvas_ids=torch.cat([c.canvas_ids for c in canvases]),
-        pinned=torch.cat([c.pinned for c in canvases]),
-        valid=torch.cat([c.valid for c in canvases]),
-        hole_lengths=[c.hole_lengths[0] for c in canvases],
-        suffix_head_len=max(c.suffix_head_len for c in canvases),
-        row_prompt_lengths=[len(c.prompt_ids) for c in canvases],
-        key_valid=key_valid,
-    )
 
 
 def build_prompt(prefix_ids: list[int], max_tokens: int, bos_id: int | None, stride: int | None = None) -> list[int]:

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 
 import torch
 
-from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas, stack_rows
+from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop
 from .fast import denoise_runner
 from .loader import LoadedModel, load_model
@@ -39,7 +39,10 @@ class Engine:
         self.worker = Worker()
         self.prefix_cache = PrefixCache(self.runner)
         self.stats = {"jobs": 0, "promptTokens": 0, "reusedTokens": 0, "encodeMs": 0.0, "denoiseMs": 0.0,
-                      "steps": 0, "deadlineHits": 0, "cancelled": 0, "batches": 0, "batchedJobs": 0}
+                      "steps": 0, "deadlineHits": 0, "cancelled": 0,
+                      # cross-document batching: batches where documents shared forwards, jobs that shared one,
+                      # decoder forwards run by batches, and rows over those forwards
+                      "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0}
         tok = self.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.runner.text_config.pad_token_id
         self.eos_id = tok.eos_token_id
@@ -62,8 +65,13 @@ class Engine:
         key = self.batch_key(request)
         if key is not None:
             job.batch_key, job.batch_rows, job.payload = key, request.batch_rows, request
-            job.batch_fn = lambda jobs: self.run_infill_batch([j.payload for j in jobs])
+            job.batch_fn = self._run_batch
         return self.worker.submit(job)
+
+    def _run_batch(self, ctx) -> None:
+        from .batch import BatchRun
+
+        BatchRun(self, ctx, ctx.first.payload.params).run()
 
     def batch_key(self, request: InfillRequest):
         """Requests with equal keys can share decoder forwards (one pad-fill row each, same loop settings);
@@ -163,55 +171,6 @@ class Engine:
         if not result.cancelled:
             self.last_latency_ms = result.timings_ms["total"]
         return result
-
-    def run_infill_batch(self, requests: list[InfillRequest]) -> list[InfillResult]:
-        """Several documents' pad-fill requests in one batch: each prompt is encoded on its own (with its
-        document's prefix cache), the caches are stacked, and every decoder step runs all the rows at once."""
-        t0 = time.perf_counter()
-        canvases, caches, reused, t_tok, t_enc = [], [], [], [], []
-        for request in requests:
-            request.started_at = time.monotonic()
-            ta = time.perf_counter()
-            prefix_ids = self._tokens(request.prefix)
-            suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
-            prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
-            canvases.append(self._build_canvas(dataclasses.replace(request, length_strategy="pad"), prompt, suffix_ids))
-            t_tok.append(_ms(ta))
-            tb = time.perf_counter()
-            cache, n = self.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
-            caches.append(cache)
-            reused.append(n)
-            t_enc.append(_ms(tb))
-        cache, key_valid = self.runner.merge_caches(caches)
-        canvas = stack_rows(canvases, key_valid)
-        t2 = time.perf_counter()
-        generators = [torch.Generator(device=self.runner.device).manual_seed(r.params.seed) for r in requests]
-        deadlines = [None if r.params.deadline_ms is None
-                     else time.monotonic() + max(0.0, r.params.deadline_ms / 1000.0 - (time.perf_counter() - t0))
-                     for r in requests]
-        params = requests[0].params
-        out = self.loop.run(canvas, cache, params, generators, [r.cancel for r in requests], deadlines)
-        t_den = _ms(t2)
-        self.stats["batches"] += 1
-        self.stats["batchedJobs"] += len(requests)
-        results = []
-        for row, request in enumerate(requests):
-            one = InfillCanvas(canvases[row].prompt_ids, canvases[row].canvas_ids, canvases[row].pinned,
-                               canvases[row].valid, canvases[row].hole_lengths, canvases[row].suffix_head_len)
-            row_out = dataclasses.replace(
-                out, canvas=out.canvas[row:row + 1], logits=None if out.logits is None else out.logits[row:row + 1],
-                forwards_per_row=out.forwards_per_row[row:row + 1], cancelled=out.cancelled_rows[row],
-                deadline_hit=out.deadline_rows[row])
-            result = self._choose(one, row_out)
-            result.steps = int(out.forwards_per_row[row])
-            result.timings_ms = {"tokenize": t_tok[row], "encode": t_enc[row], "denoise": t_den, "total": _ms(t0)}
-            result.prompt_tokens, result.reused_tokens = len(canvases[row].prompt_ids), reused[row]
-            result.batch_rows = len(requests)
-            self._count(result)
-            if not result.cancelled:
-                self.last_latency_ms = result.timings_ms["total"]
-            results.append(result)
-        return results
 
     def _count(self, result: InfillResult) -> None:
         st = self.stats

@@ -78,14 +78,18 @@ class ModelRunner:
 
     @torch.inference_mode()
     def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
-               self_conditioning_logits: torch.Tensor | None, mask) -> torch.Tensor:
-        """One decoder forward over the canvas: returns soft-capped float32 logits [B, L, V]."""
+               self_conditioning_logits: torch.Tensor | None, mask,
+               self_conditioning_mask: torch.BoolTensor | None = None) -> torch.Tensor:
+        """One decoder forward over the canvas: returns soft-capped float32 logits [B, L, V].
+        `self_conditioning_mask` [B]: rows set to False get no self-conditioning (their first step)."""
+        extra = {} if self_conditioning_mask is None else {"self_conditioning_mask": self_conditioning_mask}
         out = self.model(
             decoder_input_ids=canvas,
             past_key_values=cache,
             self_conditioning_logits=self_conditioning_logits,
             decoder_attention_mask=mask,
             decoder_position_ids=position_ids.to(self.device),
+            **extra,
         )
         return out.logits
 

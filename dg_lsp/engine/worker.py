@@ -8,11 +8,13 @@ Across documents the order is round-robin: a newer job takes over the queue plac
 supersedes, so a document that keeps typing keeps its turn instead of going to the back on every
 keystroke, and a document whose job just ran queues behind the others.
 
-Cross-document batching: a job with a `batch_key` may take queued jobs of other documents with
-the same key along (up to the smallest `batch_rows` among them) and run them as one batch
-through its `batch_fn`, which returns one value per job. A batch is one turn: jobs pulled in
-from later in the queue are served now instead of waiting. Each job keeps its own future and
-cancel flag; superseding one member of a running batch cancels that member only.
+Cross-document batching: a job with a `batch_key` and a `batch_fn` runs as a batch. The worker
+calls `batch_fn(BatchContext)`; between its steps the batch asks `ctx.more(n)` for queued jobs
+with the same key, which join it while it runs, and hands each job its value with
+`ctx.deliver(job, value)` as soon as that job is done. Only jobs at the front of the queue join,
+so a job of another kind is never overtaken: once it reaches the front, the batch drains (it
+admits nobody) and the job runs next. Each job keeps its own future and cancel flag;
+superseding a document cancels its row only.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Job:
     future: Future = field(default_factory=Future)
     enqueued: float = field(default_factory=time.monotonic)
     batch_key: Any = None  # jobs with equal keys (not None) may run together through batch_fn
-    batch_fn: Callable[[list["Job"]], list[Any]] | None = None
+    batch_fn: Callable[["BatchContext"], None] | None = None
     batch_rows: int = 1  # the most jobs this one may share a batch with (itself included)
     payload: Any = None  # what batch_fn needs of this job
 
@@ -50,6 +52,35 @@ def _resolve(future: Future, value: Any = None, error: BaseException | None = No
             future.set_result(value)
     except InvalidStateError:
         pass
+
+
+class BatchContext:
+    """What a running batch sees of the worker: the jobs that joined it, and the two calls above."""
+
+    def __init__(self, worker: "Worker", first: Job):
+        self._worker = worker
+        self.first = first
+        self.jobs: list[Job] = [first]  # every job that joined, delivered or not
+        self.delivered: set[int] = set()
+
+    def more(self, limit: int) -> list[Job]:
+        """Up to `limit` queued jobs that join the batch now (already marked running)."""
+        joined = self._worker._join(self.first, limit) if limit > 0 else []
+        self.jobs += joined
+        return joined
+
+    def deliver(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
+        if id(job) in self.delivered:
+            return
+        self.delivered.add(id(job))
+        with self._worker._cond:
+            if job in self._worker._running:
+                self._worker._running.remove(job)
+        _resolve(job.future, value, error)
+
+
+def _compatible(first: Job, job: Job) -> bool:
+    return job.batch_key == first.batch_key and job.batch_fn is not None and job.batch_rows > 1
 
 
 class Worker:
@@ -105,22 +136,24 @@ class Worker:
             self._cond.notify_all()
         self._thread.join(timeout=10)
 
-    def _take_batch(self, first: Job) -> list[Job]:
-        """`first` plus queued jobs it can run with (called with the lock held)."""
-        if first.batch_key is None or first.batch_fn is None or first.batch_rows <= 1:
-            return [first]
-        batch, rows = [first], first.batch_rows
-        for job in list(self._queue):
-            if len(batch) >= rows:
-                break
-            if job.batch_key == first.batch_key and job.batch_fn is not None and job.batch_rows > 1 \
-                    and job.doc_key != first.doc_key and not job.cancel.is_set():
-                if len(batch) + 1 > job.batch_rows:
+    def _join(self, first: Job, limit: int) -> list[Job]:
+        """Queued jobs at the front of the queue that can join `first`'s running batch."""
+        joined: list[Job] = []
+        with self._cond:
+            while self._queue and len(joined) < limit and not self._closed:
+                job = self._queue[0]
+                if not _compatible(first, job):
+                    break
+                self._queue.pop(0)
+                if not job.future.set_running_or_notify_cancel():
+                    job.cancel.set()
                     continue
-                rows = min(rows, job.batch_rows)
-                batch.append(job)
-                self._queue.remove(job)
-        return batch
+                if job.cancel.is_set():
+                    _resolve(job.future, job.superseded())
+                    continue
+                self._running.append(job)
+                joined.append(job)
+        return joined
 
     def _loop(self) -> None:
         while True:
@@ -129,32 +162,47 @@ class Worker:
                     self._cond.wait()
                 if self._closed:
                     return
-                batch = self._take_batch(self._queue.pop(0))
-                self._running = list(batch)
-            outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(batch)
+                job = self._queue.pop(0)
+                self._running = [job]
+            if job.batch_fn is not None and job.batch_key is not None and job.batch_rows > 1:
+                self._run_batch(job)
+                continue
+            outcome: tuple[Any, BaseException | None] | None = None
             try:
-                # From here on a caller's cancel() cannot flip a future; the job's cancel flag stops it.
-                live = []
-                for i, job in enumerate(batch):
-                    if not job.future.set_running_or_notify_cancel():
-                        job.cancel.set()
-                    elif job.cancel.is_set():
-                        outcomes[i] = (job.superseded(), None)
-                    else:
-                        live.append(i)
-                if len(live) == 1:
-                    outcomes[live[0]] = (batch[live[0]].fn(), None)
-                elif live:
-                    values = batch[live[0]].batch_fn([batch[i] for i in live])
-                    for i, value in zip(live, values, strict=True):
-                        outcomes[i] = (value, None)
+                # From here on a caller's cancel() cannot flip the future; the job's cancel flag stops it.
+                if job.future.set_running_or_notify_cancel():
+                    outcome = (job.superseded() if job.cancel.is_set() else job.fn(), None)
+                else:
+                    job.cancel.set()
             except BaseException as exc:  # noqa: BLE001 - the worker must survive any job
                 log.exception("engine job failed")
-                outcomes = [(None, exc) if o is None and batch[i].future.running() else o
-                            for i, o in enumerate(outcomes)]
+                outcome = (None, exc)
             finally:
                 with self._cond:
                     self._running = []  # before resolving, so "busy" is false once a caller has its answer
-            for job, outcome in zip(batch, outcomes):
-                if outcome is not None:
-                    _resolve(job.future, outcome[0], outcome[1])
+            if outcome is not None:
+                _resolve(job.future, outcome[0], outcome[1])
+
+    def _run_batch(self, job: Job) -> None:
+        ctx = BatchContext(self, job)
+        error: BaseException | None = None
+        try:
+            if not job.future.set_running_or_notify_cancel():
+                job.cancel.set()
+                ctx.delivered.add(id(job))
+            elif job.cancel.is_set():
+                ctx.deliver(job, job.superseded())
+            else:
+                job.batch_fn(ctx)
+        except BaseException as exc:  # noqa: BLE001 - the worker must survive any job
+            log.exception("engine batch failed")
+            error = exc
+        finally:
+            with self._cond:
+                self._running = []
+        for member in ctx.jobs:  # a batch that ends owes every job an answer
+            if id(member) not in ctx.delivered:
+                if error is not None:
+                    ctx.deliver(member, None, error)
+                else:
+                    ctx.deliver(member, member.superseded())

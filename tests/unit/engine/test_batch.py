@@ -1,5 +1,5 @@
-"""Cross-document batching: several documents' pad-fill requests share each decoder forward and each
-row gets what it would have got alone."""
+"""Cross-document batching: several documents' pad-fill requests share each decoder forward, join and
+leave between steps, and each row gets what it would have got alone."""
 
 from __future__ import annotations
 
@@ -24,61 +24,96 @@ PREFIXES = [
 SUFFIXES = ["\n", "\n    return None\n", "]\nprint(x)\n"]
 
 
-def _requests(seed_base: int, temperature: float, **kw) -> list[InfillRequest]:
+def _requests(seed_base: int, temperature: float, rows: int = 1, steps: int = 6, **kw) -> list[InfillRequest]:
     return [InfillRequest(prefix=p, suffix=s, doc_key=f"doc{i}", length_strategy="pad", reuse_prefix=False,
-                          params=DenoiseParams(max_steps=6, temperature=temperature, seed=seed_base + i), **kw)
+                          batch_rows=rows, params=DenoiseParams(max_steps=steps, temperature=temperature,
+                                                                seed=seed_base + i, **kw))
             for i, (p, s) in enumerate(zip(PREFIXES, SUFFIXES))]
+
+
+class _Hold:
+    """Keeps the engine's worker busy so that submitted requests queue up together."""
+
+    def __init__(self, engine):
+        self.gate, started = threading.Event(), threading.Event()
+        self.future = engine.worker.submit(Job(fn=lambda: (started.set(), self.gate.wait(10)), doc_key="hold",
+                                               cancel=threading.Event(), superseded=lambda: None))
+        started.wait(10)
+
+    def release(self):
+        self.gate.set()
+        self.future.result(timeout=30)
+
+
+def _batched(engine, requests):
+    hold = _Hold(engine)
+    futures = [engine.submit(r) for r in requests]
+    hold.release()
+    return [f.result(timeout=60) for f in futures]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_each_batch_row_equals_its_solo_run(tiny_engine, temperature):
     solo = [tiny_engine.run_infill(r) for r in _requests(10, temperature)]
-    batched = tiny_engine.run_infill_batch(_requests(10, temperature))
+    before = dict(tiny_engine.stats)
+    batched = _batched(tiny_engine, _requests(10, temperature, rows=4))
+    assert tiny_engine.stats["batches"] == before["batches"] + 1
+    assert tiny_engine.stats["batchedJobs"] == before["batchedJobs"] + 3
     assert len({r.prompt_tokens for r in batched}) == 3  # rows really have different prompt lengths
+    assert len({r.text for r in solo}) == 3
     for a, b in zip(solo, batched):
         assert b.batch_rows == 3 and not b.cancelled
         assert b.text == a.text and b.steps == a.steps
         assert b.score == pytest.approx(a.score, abs=1e-4)
-    # and the rows are not all the same canvas: a different seed for one row changes only that row
-    other = _requests(10, temperature)
-    other[1] = dataclasses.replace(other[1], params=dataclasses.replace(other[1].params, seed=999))
-    if temperature > 0:
-        changed = tiny_engine.run_infill_batch(other)
+    if temperature > 0:  # each row has its own generator: another seed for row 1 changes row 1 only
+        other = _requests(10, temperature, rows=4)
+        other[1].params = dataclasses.replace(other[1].params, seed=999)
+        changed = _batched(tiny_engine, other)
         assert changed[0].text == batched[0].text and changed[2].text == batched[2].text
 
 
-def test_a_cancelled_row_stops_alone(tiny_engine):
-    reqs = _requests(0, 0.2)
-    reqs[1].cancel.set()
-    out = tiny_engine.run_infill_batch(reqs)
-    assert out[1].cancelled and out[1].text == ""
-    solo = tiny_engine.run_infill(_requests(0, 0.2)[0])
-    assert not out[0].cancelled and out[0].text == solo.text
+def test_a_request_joins_a_running_batch_and_a_superseded_row_leaves_it(tiny_engine):
+    # confidence 0: rows never stop early, so the first one is still running when the others arrive
+    long = _requests(3, 0.2, rows=4, steps=40, confidence_threshold=0.0)
+    solo_b = tiny_engine.run_infill(dataclasses.replace(long[1], batch_rows=1, cancel=threading.Event()))
+    hold = _Hold(tiny_engine)
+    fa = tiny_engine.submit(long[0])
+    hold.release()
+    while fa.running() is False and not fa.done():
+        pass
+    fb = tiny_engine.submit(long[1])
+    fc = tiny_engine.submit(long[2])
+    newer_c = dataclasses.replace(long[2], cancel=threading.Event())
+    fc2 = tiny_engine.submit(newer_c)  # supersedes c, queued or running
+    a, b, c, c2 = (f.result(timeout=120) for f in (fa, fb, fc, fc2))
+    assert c.cancelled and c.text == ""
+    assert not (a.cancelled or b.cancelled or c2.cancelled)
+    assert a.batch_rows >= 2 and b.batch_rows >= 2  # b joined a while a ran
+    assert b.text == solo_b.text and b.steps == solo_b.steps == 40
 
 
-def test_submitted_requests_of_different_documents_run_as_one_batch(tiny_engine):
-    gate, started = threading.Event(), threading.Event()
-    blocker = tiny_engine.worker.submit(Job(fn=lambda: (started.set(), gate.wait(10)), doc_key="blocker",
-                                            cancel=threading.Event(), superseded=lambda: None))
-    started.wait(10)
-    before = dict(tiny_engine.stats)
-    futures = [tiny_engine.submit(r) for r in _requests(0, 0.2, batch_rows=4)]
-    gate.set()
-    blocker.result(timeout=30)
-    results = [f.result(timeout=60) for f in futures]
-    assert [r.batch_rows for r in results] == [3, 3, 3]
-    assert tiny_engine.stats["batches"] == before["batches"] + 1
-    assert tiny_engine.stats["batchedJobs"] == before["batchedJobs"] + 3
-    # batch_rows=1 (the library default) keeps requests apart
-    futures = [tiny_engine.submit(r) for r in _requests(0, 0.2)]
-    assert [f.result(timeout=60).batch_rows for f in futures] == [1, 1, 1]
+def test_library_default_keeps_requests_apart(tiny_engine):
+    results = _batched(tiny_engine, _requests(0, 0.2))
+    assert [r.batch_rows for r in results] == [1, 1, 1]
+
+
+def test_a_failing_request_does_not_sink_the_batch(tiny_engine):
+    reqs = _requests(0, 0.2, rows=4)
+    reqs[1].prefix = 12345  # not text: tokenizing fails for this one only
+    hold = _Hold(tiny_engine)
+    futures = [tiny_engine.submit(r) for r in reqs]
+    hold.release()
+    with pytest.raises(Exception):
+        futures[1].result(timeout=60)
+    assert futures[0].result(timeout=60).text and futures[2].result(timeout=60).text
+    assert tiny_engine.infill(_requests(0, 0.2)[0]).text  # and the engine goes on
 
 
 def test_merged_caches_give_each_rows_own_logits():
     """Prompts longer than the sliding window (trimmed sliding layers) and of different lengths."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from dg_lsp.engine.canvas import pad_fill_canvas, stack_rows
+    from dg_lsp.engine.canvas import pad_fill_canvas
     from dg_lsp.engine.modelgen import make_config
 
     torch.manual_seed(0)
@@ -97,62 +132,78 @@ def test_merged_caches_give_each_rows_own_logits():
             solo.append(runner.decode(canvas.canvas_ids, cache, canvas.position_ids(), None,
                                       runner.decoder_mask(cache, canvas.valid)))
     merged, key_valid = runner.merge_caches(caches)
-    batch = stack_rows(canvases, key_valid)
+    ids = torch.cat([c.canvas_ids for c in canvases])
+    positions = torch.cat([c.position_ids() for c in canvases])
+    valid = torch.cat([c.valid for c in canvases])
     with torch.inference_mode():
-        logits = runner.decode(batch.canvas_ids, merged, batch.position_ids(), None,
-                               runner.decoder_mask(merged, batch.valid, batch.key_valid))
+        logits = runner.decode(ids, merged, positions, None, runner.decoder_mask(merged, valid, key_valid))
+        # self-conditioning for rows 0 and 2 only: row 1 must still match its first-step (no SC) logits
+        sc = torch.randn(3, 8, 97)
+        mixed = runner.decode(ids, merged, positions, sc, runner.decoder_mask(merged, valid, key_valid),
+                              torch.tensor([True, False, True]))
+        unmasked = runner.decode(ids, merged, positions, None, None)
     for row, ref in enumerate(solo):
         torch.testing.assert_close(logits[row:row + 1], ref, atol=1e-5, rtol=0)
-    # without the key mask the padded rows would read zero keys: the check above is not vacuous
-    with torch.inference_mode():
-        unmasked = runner.decode(batch.canvas_ids, merged, batch.position_ids(), None, None)
+    torch.testing.assert_close(mixed[1:2], solo[1], atol=1e-5, rtol=0)
+    assert (mixed[0] - solo[0][0]).abs().max() > 1e-3  # self-conditioning did reach row 0
+    # without the key mask the padded rows would read zero keys: the checks above are not vacuous
     assert (unmasked[0] - solo[0][0]).abs().max() > 1e-3
 
 
-def _job(key, value, batch_key="k", rows=4, log=None):
+def _job(key, value, log, batch_key="k", rows=4):
     def one():
         log.append([key])
         return value
 
-    def many(jobs):
-        log.append([j.doc_key for j in jobs])
-        return [j.payload for j in jobs]
+    def many(ctx):
+        names = [ctx.first.doc_key]
+        ctx.deliver(ctx.first, ctx.first.payload)
+        for job in ctx.more(ctx.first.batch_rows - 1):
+            names.append(job.doc_key)
+            ctx.deliver(job, job.payload)
+        log.append(names)
 
     return Job(fn=one, doc_key=key, cancel=threading.Event(), superseded=lambda: "superseded",
                batch_key=batch_key, batch_fn=many, batch_rows=rows, payload=value)
 
 
-def test_worker_batches_compatible_jobs_of_other_documents():
+def test_worker_admits_only_compatible_jobs_from_the_front_of_the_queue():
     worker = Worker()
     log: list[list[str]] = []
     try:
         gate = threading.Event()
         worker.submit(Job(fn=lambda: gate.wait(5), doc_key="z", cancel=threading.Event(), superseded=lambda: None))
-        futs = [worker.submit(_job("a", 1, log=log)),
-                worker.submit(_job("b", 2, batch_key="other", log=log)),
-                worker.submit(_job("c", 3, log=log)),
-                worker.submit(_job("d", 4, rows=1, log=log)),  # asks to run alone
-                worker.submit(_job("e", 5, log=log))]
+        futs = [worker.submit(_job("a", 1, log)),
+                worker.submit(_job("c", 3, log)),
+                worker.submit(_job("b", 2, log, batch_key="other")),  # blocks admission behind it
+                worker.submit(_job("e", 5, log)),
+                worker.submit(_job("d", 4, log, rows=1))]  # asks to run alone
         gate.set()
-        assert [f.result(timeout=5) for f in futs] == [1, 2, 3, 4, 5]
-        assert log == [["a", "c", "e"], ["b"], ["d"]]
+        assert [f.result(timeout=5) for f in futs] == [1, 3, 2, 5, 4]
+        assert log == [["a", "c"], ["b"], ["e"], ["d"]]
     finally:
         worker.close()
 
 
-def test_worker_batch_respects_the_smallest_row_limit_and_supersession():
+def test_worker_answers_every_member_when_a_batch_fails():
     worker = Worker()
-    log: list[list[str]] = []
     try:
         gate = threading.Event()
         worker.submit(Job(fn=lambda: gate.wait(5), doc_key="z", cancel=threading.Event(), superseded=lambda: None))
-        a = worker.submit(_job("a", 1, rows=2, log=log))
-        old_b = worker.submit(_job("b", 2, log=log))
-        new_b = worker.submit(_job("b", 22, log=log))  # supersedes the queued b
-        c = worker.submit(_job("c", 3, log=log))
+
+        def broken(ctx):
+            ctx.more(3)
+            raise RuntimeError("boom")
+
+        jobs = [Job(fn=lambda: None, doc_key=k, cancel=threading.Event(), superseded=lambda: "s", batch_key="k",
+                    batch_fn=broken, batch_rows=4) for k in "abc"]
+        futs = [worker.submit(j) for j in jobs]
         gate.set()
-        assert old_b.result(timeout=5) == "superseded"
-        assert (a.result(timeout=5), new_b.result(timeout=5), c.result(timeout=5)) == (1, 22, 3)
-        assert log == [["a", "b"], ["c"]]
+        for f in futs:
+            with pytest.raises(RuntimeError, match="boom"):
+                f.result(timeout=5)
+        assert worker.submit(Job(fn=lambda: 7, doc_key=None, cancel=threading.Event(),
+                                 superseded=lambda: None)).result(timeout=5) == 7
+        assert not worker.busy
     finally:
         worker.close()
