@@ -23,6 +23,7 @@ class TrainOptions:
     minutes: float = 0.0  # wall budget of this invocation (0 = none)
     resume: bool = False
     export: str = ""
+    init_from: str = ""  # a new run starts from this exported model's weights, tokenizer and architecture
     seed: int = 0
     threads: int = 2
     # data

@@ -40,9 +40,14 @@ def _load_tokens(npz, name: str) -> list[np.ndarray]:
 
 class Trainer:
     def __init__(self, opts):
-        self.opts = opts
         self.dir = Path(opts.out)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.warmup_from = 0  # the step the learning-rate warmup counts from (a run from an export warms up anew)
+        ckpt = self.dir / "ckpt.pt"
+        self.init_from = Path(opts.init_from) if opts.init_from and not (opts.resume and ckpt.is_file()) else None
+        if self.init_from is not None:
+            opts = self._options_of_export(opts, self.init_from)
+        self.opts = opts
         torch.set_num_threads(opts.threads)
         self.tokenizer, train, heldout, corpus_info = self._prepare_corpus()
         self.model = self._build_model()
@@ -60,7 +65,13 @@ class Trainer:
                                         {"params": no_decay, "weight_decay": 0.0}], lr=opts.lr, betas=(0.9, 0.95))
         self.state = {"step": 0, "elapsed_s": 0.0, "diff_tokens": 0, "ar_tokens": 0, "corpus": corpus_info,
                       "last_eval": {}, "throughput": {}}
-        ckpt = self.dir / "ckpt.pt"
+        if self.init_from is not None:  # counters carry on; the optimiser starts fresh (warmup runs again)
+            saved = self.init_from / "train_state.json"
+            if saved.is_file():
+                prior = json.loads(saved.read_text(encoding="utf-8")).get("state", {})
+                self.state.update({k: v for k, v in prior.items() if v is not None and k != "last_eval"})
+            self.state["init_from"] = str(self.init_from)
+            self.warmup_from = self.state["step"]
         if opts.resume and ckpt.is_file():
             blob = torch.load(ckpt, map_location="cpu", weights_only=False)
             self.model.load_state_dict(blob["model"])
@@ -68,8 +79,36 @@ class Trainer:
             self.state.update(blob["state"])
             self.state["corpus"] = corpus_info
         self._stop = False
+        if opts.resume and ckpt.is_file():
+            self.warmup_from = self.state.get("warmup_from", 0)
+        self.state["warmup_from"] = self.warmup_from
 
     # -- preparation -------------------------------------------------------------------------
+    @staticmethod
+    def _options_of_export(opts, model_dir: Path):
+        """A run that starts from an export takes its architecture and objective from it."""
+        from dataclasses import replace
+
+        from transformers import AutoConfig
+
+        from ..engine.spec import InfillSpec
+
+        if not (model_dir / "config.json").is_file():
+            raise SystemExit(f"--init-from {model_dir}: no config.json there (not an exported model)")
+        tc = AutoConfig.from_pretrained(str(model_dir)).get_text_config(decoder=True)
+        cfg = AutoConfig.from_pretrained(str(model_dir))
+        spec = InfillSpec.load(model_dir)
+        saved = model_dir / "train_state.json"
+        prior = json.loads(saved.read_text(encoding="utf-8")).get("options", {}) if saved.is_file() else {}
+        keep = {k: prior[k] for k in ("n_canvases", "batch_size", "self_cond_prob", "vocab_size", "weight_decay")
+                if k in prior}
+        return replace(opts, **keep, noise=spec.noise_kind, canvas_length=cfg.canvas_length,
+                       suffix_head=spec.suffix_head_tokens, hidden_size=tc.hidden_size,
+                       num_layers=tc.num_hidden_layers, num_heads=tc.num_attention_heads,
+                       num_kv_heads=tc.num_key_value_heads, head_dim=tc.head_dim,
+                       intermediate_size=tc.intermediate_size, num_experts=tc.num_experts,
+                       top_k_experts=tc.top_k_experts, moe_intermediate_size=tc.moe_intermediate_size)
+
     def _prepare_corpus(self):
         from transformers import AutoTokenizer
 
@@ -77,7 +116,10 @@ class Trainer:
         if not (tok_dir.is_dir() and cache.is_file()):
             files = collect_files(self.opts.extra_dirs, use_stdlib=not self.opts.no_stdlib)
             train_texts = [f.text for f in files if not f.held_out]
-            train_tokenizer(train_texts, self.opts.vocab_size, tok_dir)
+            if self.init_from is not None:  # the export's own tokenizer, so its weights keep their meaning
+                AutoTokenizer.from_pretrained(str(self.init_from)).save_pretrained(str(tok_dir))
+            else:
+                train_tokenizer(train_texts, self.opts.vocab_size, tok_dir)
             tok = AutoTokenizer.from_pretrained(str(tok_dir))
             train = tokenize_files(tok, train_texts)
             heldout = tokenize_files(tok, [f.text for f in files if f.held_out])
@@ -96,6 +138,8 @@ class Trainer:
         from transformers import DiffusionGemmaForBlockDiffusion
 
         o = self.opts
+        if self.init_from is not None:
+            return DiffusionGemmaForBlockDiffusion.from_pretrained(str(self.init_from), dtype=torch.float32)
         # Three spare ids on top of the tokenizer's: make_config parks the image tokens there.
         cfg = make_config(len(self.tokenizer) + 3, hidden_size=o.hidden_size, num_layers=o.num_layers,
                           num_heads=o.num_heads, num_kv_heads=o.num_kv_heads, head_dim=o.head_dim,
@@ -109,7 +153,7 @@ class Trainer:
     def _lr(self, step: int) -> float:
         """Linear warmup, constant, then (with --cooldown-steps) a linear decay to 10% ending at --steps."""
         o = self.opts
-        lr = o.lr * min(1.0, (step + 1) / max(1, o.warmup))
+        lr = o.lr * min(1.0, (step - self.warmup_from + 1) / max(1, o.warmup))
         if o.cooldown_steps > 0:
             lr *= max(0.1, min(1.0, (o.steps - step) / o.cooldown_steps))
         return lr

@@ -113,3 +113,21 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=100)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_a_new_run_continues_from_an_export(tmp_path: Path, corpus: Path, capsys) -> None:
+    """When the run directory is gone, `--init-from` carries on from the shipped weights and tokenizer."""
+    run, export, again = tmp_path / "run", tmp_path / "export", tmp_path / "again"
+    assert main(["--out", str(run), "--steps", "2", "--export", str(export), str(corpus), *TINY]) == 0
+    capsys.readouterr()
+    state = json.loads((export / "train_state.json").read_text())
+    assert state["state"]["step"] == 2
+    # architecture flags are taken from the export, whatever the command line says
+    other = list(TINY)
+    other[other.index("--hidden-size") + 1] = "64"
+    assert main(["--out", str(again), "--init-from", str(export), "--steps", "3", str(corpus), *other]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["step"] == 3 and out["trained_steps"] == 1
+    ckpt = torch.load(again / "ckpt.pt", map_location="cpu", weights_only=False)
+    assert ckpt["options"]["hidden_size"] == 32 and ckpt["state"]["init_from"] == str(export)
+    assert (again / "tokenizer" / "tokenizer.json").read_text() == (export / "tokenizer.json").read_text()
