@@ -38,7 +38,9 @@ class Settings:
     prefix_cache: bool = True  # reuse a document's encoder cache where the next prompt agrees with it
     completion_cache: bool = True  # recent suggestions, typing-through, taking over in-flight computations
     debounce_ms: float = 0.0  # an automatic request waits this long for a newer one before it computes
-    batch_documents: int = 4  # rows one decoder forward may share across documents waiting together; 1 = off
+    # documents waiting together share decoder forwards: 0 = automatic (when the engine measured at warm-up that
+    # a shared forward is nearly free), 1 = never, N = up to N rows always
+    batch_documents: int = 0
 
 
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
@@ -46,7 +48,7 @@ _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfl
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
            "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
            "max_lines": (1, 200), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
-           "batch_documents": (1, 64)}
+           "batch_documents": (0, 64)}
 
 
 def snake_case(name: str) -> str:

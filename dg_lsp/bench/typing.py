@@ -1,6 +1,7 @@
 """`dg-lsp bench typing`: how fast suggestions follow someone typing, with the typing
-optimisations (prefix cache, completion cache with typing-through, cross-document batching) on and
-switched off (`nobatch`: everything on but batching).
+optimisations (prefix cache, completion cache with typing-through, cross-document batching where the
+engine measured that it pays) on and switched off; `nobatch` / `batch`: everything on with batching
+never / always.
 
     dg-lsp bench typing [--files PATH ...] [--docs 1,4] [--bursts 12] [--modes on,off]
                         [--model DIR] [--setting KEY=VALUE] [--soak 5000] [--out FILE.json]
@@ -32,9 +33,10 @@ from dg_lsp.bench.typing_model import package_sources, resolve_model
 from dg_lsp.bench.typing_replay import RequestLog, TypingClient, make_script, type_all
 from dg_lsp.bench.typing_report import probe_table, soak_line, table
 
-MODES = {"on": {"prefixCache": True, "completionCache": True, "batchDocuments": 4},
+MODES = {"on": {"prefixCache": True, "completionCache": True, "batchDocuments": 0},
          "off": {"prefixCache": False, "completionCache": False, "batchDocuments": 1},
-         "nobatch": {"prefixCache": True, "completionCache": True, "batchDocuments": 1}}
+         "nobatch": {"prefixCache": True, "completionCache": True, "batchDocuments": 1},
+         "batch": {"prefixCache": True, "completionCache": True, "batchDocuments": 4}}
 
 
 @dataclass
@@ -172,6 +174,7 @@ def probes(opts: TypingOptions, model: str, files: list[Path]) -> dict:
 
     engine = Engine.load(model, opts.device)
     try:
+        engine.warmup()  # as the server does: includes the batching calibration
         text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files[:20])
         return {"encode": encode_probe(engine, text, opts.probe_tokens, opts.probe_reps),
                 "batch": batch_probe(engine, text, reps=opts.probe_reps)}
@@ -217,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", type=_ints, default=(1, 4), help="documents typed at once, per run (default 1,4)")
     p.add_argument("--bursts", type=int, default=12, help="lines typed per document, each in 1-3 bursts (default 12)")
     p.add_argument("--max-chars", type=int, default=40, help="characters typed per line at most (default 40)")
-    p.add_argument("--modes", default="on,off", help="on = prefix + completion cache + batching, off = none, nobatch = on without batching "
-                        "(default on,off)")
+    p.add_argument("--modes", default="on,off", help="on = prefix + completion cache + automatic batching, off = none, nobatch / batch = on "
+                        "with batching never / always (default on,off)")
     p.add_argument("--model", default=None, help="model directory (default: embedded, else a random training-size one)")
     p.add_argument("--device", default="cpu", help="auto|cpu|cuda (default cpu)")
     p.add_argument("--setting", action="append", type=parse_setting, default=[], metavar="KEY=VALUE",
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     modes = tuple(m for m in args.modes.split(",") if m)
     if not modes or any(m not in MODES for m in modes):
-        print(f"dg-lsp bench typing: --modes takes on, off, nobatch; got {args.modes!r}", file=sys.stderr)
+        print(f"dg-lsp bench typing: --modes takes on, off, nobatch, batch; got {args.modes!r}", file=sys.stderr)
         return 2
     opts = TypingOptions(files=args.files, docs=args.docs, bursts=args.bursts, max_chars=args.max_chars, modes=modes,
                          model=args.model, device=args.device, settings=dict(args.setting), seed=args.seed,

@@ -12,8 +12,6 @@ import statistics
 import time
 from pathlib import Path
 
-import torch
-
 from dg_lsp.bench.typing_replay import TypingClient, _utf16_len
 
 
@@ -65,23 +63,10 @@ def encode_probe(engine, text: str, tokens: int = 2000, reps: int = 5) -> dict:
 def batch_probe(engine, text: str, prompt_tokens: int = 512, batch: int = 4, reps: int = 5) -> dict:
     """One denoising step for one request vs for `batch` requests at once (same shapes): batching
     pays only if a batched step costs clearly less than `batch` single steps."""
-    tok, runner = engine.tokenizer, engine.runner
-    ids = tok.encode(text, add_special_tokens=False)[: prompt_tokens - 1]
-    prompt = ([engine.bos_id] if engine.bos_id is not None else []) + ids
-    length = engine.canvas_length
-    positions = torch.arange(len(prompt), len(prompt) + length).unsqueeze(0)
-
-    def step_ms(rows: int) -> float:
-        cache, _ = runner.encode(prompt)  # a fresh cache: batching rebinds its tensors
-        if rows > 1:
-            cache.batch_repeat_interleave(rows)
-        canvas = torch.randint(0, runner.vocab_size, (rows, length), device=runner.device)
-        runner.decode(canvas, cache, positions, None, None)  # warm
-        return _median_ms(lambda: runner.decode(canvas, cache, positions, None, None), reps)
-
-    one, many = step_ms(1), step_ms(batch)
-    return {"batch": batch, "step_ms_1": one, f"step_ms_{batch}": many,
-            "batched_vs_serial": many / (batch * one)}
+    m = engine.measure_batch_step(rows=batch, reps=reps, prompt_tokens=prompt_tokens)
+    return {"batch": batch, "step_ms_1": m["step_ms_1"], f"step_ms_{batch}": m[f"step_ms_{batch}"],
+            "batched_vs_serial": m[f"step_ms_{batch}"] / (batch * m["step_ms_1"]),
+            "two_rows": engine.batch_calibration}
 
 
 def soak(client: TypingClient, files: list[Path], completions: int, seed: int, samples: int = 10) -> dict:

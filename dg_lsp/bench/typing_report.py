@@ -64,6 +64,10 @@ def probe_table(p: dict) -> str:
         f"| one denoising step | 1 request | {n} requests batched | batched / {n} serial |",
         "|---|---|---|---|",
         f"| ms | {b['step_ms_1']:.1f} | {b[f'step_ms_{n}']:.1f} | {b['batched_vs_serial']:.2f}x |",
+        *([""] if b.get("two_rows") else []),
+        *([f"warm-up calibration: a 2-row forward costs {b['two_rows']['cost_in_single_forwards']:.2f} 1-row "
+           f"forwards, so automatic batching is {'on' if b['two_rows']['batch_pays'] else 'off'}"]
+          if b.get("two_rows") else []),
     ])
 
 

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import threading
 import time
 from concurrent.futures import Future
@@ -26,6 +27,21 @@ from .worker import Job, Worker
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000.0
+
+
+# Automatic cross-document batching (request.batch_rows == 0) is on when a decoder forward of 2 rows costs
+# less than this many 1-row forwards on this machine, i.e. when a shared forward is nearly free (a GPU on
+# the eager path, or a model big enough to be memory-bound; the fixed-shape CUDA path runs one request at a
+# time). Otherwise the rows of documents still being typed, superseded a keystroke later, take time from
+# the suggestion someone is waiting for: on 2 CPU cores with the 8M default model 2 rows cost 1.4
+# forwards, and always batching made the final suggestion 1.8x slower while four documents were typed at
+# once (docs/results/typing.md). The threshold is a judgement from that one measurement, with a margin:
+# the break-even lies somewhere between 1.0 and 1.4.
+BATCH_PAYS_BELOW = 1.1
+AUTO_BATCH_ROWS = 4
+
+_CALIBRATION_TEXT = "def mean(values):\n    total = 0\n    for value in values:\n        total += value\n" \
+                    "    return total / len(values)\n\n\n"
 
 
 class Engine:
@@ -48,6 +64,7 @@ class Engine:
         self.eos_id = tok.eos_token_id
         self.bos_id = tok.bos_token_id if loaded.spec.add_bos else None
         self.last_latency_ms: float | None = None
+        self.batch_calibration: dict | None = None  # measure_batch_step() at warm-up; decides automatic batching
 
     @classmethod
     def load(cls, model: str | None = None, device: str = "auto", dtype: str = "auto",
@@ -64,7 +81,7 @@ class Engine:
                   superseded=lambda: InfillResult(text="", cancelled=True))
         key = self.batch_key(request)
         if key is not None:
-            job.batch_key, job.batch_rows, job.payload = key, request.batch_rows, request
+            job.batch_key, job.batch_rows, job.payload = key, self.batch_rows_for(request), request
             job.batch_fn = self._run_batch
         return self.worker.submit(job)
 
@@ -76,7 +93,7 @@ class Engine:
     def batch_key(self, request: InfillRequest):
         """Requests with equal keys can share decoder forwards (one pad-fill row each, same loop settings);
         None when this one cannot. The fixed-shape GPU path (engine/fast) runs requests one at a time."""
-        if request.batch_rows <= 1 or self.loop.runner is not self.runner:
+        if self.batch_rows_for(request) <= 1 or self.loop.runner is not self.runner:
             return None
         strategy = request.length_strategy
         if strategy == "auto":
@@ -95,13 +112,51 @@ class Engine:
                   superseded=lambda: InfillResult(text="", cancelled=True))
         return self.worker.submit(job).result()
 
-    def warmup(self) -> InfillResult:
-        return self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(max_steps=2)))
+    def warmup(self, calibrate: bool = True) -> InfillResult:
+        """A dummy fill (so the first real request pays no allocation cost), then, where batching is possible,
+        the measurement that decides automatic cross-document batching."""
+        result = self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
+                                           params=DenoiseParams(max_steps=2)))
+        if calibrate and self.loop.runner is self.runner:
+            job = Job(fn=self.measure_batch_step, doc_key=None, cancel=threading.Event(), superseded=lambda: None)
+            self.batch_calibration = self.worker.submit(job).result()
+        return result
+
+    @torch.inference_mode()
+    def measure_batch_step(self, rows: int = 2, reps: int = 5, prompt_tokens: int = 256) -> dict:
+        """Median time of one decoder forward for 1 row and for `rows` rows (alternating, same prompt)."""
+        ids = self._tokens(_CALIBRATION_TEXT * 40)[: max(1, self.prompt_budget(prompt_tokens) - 1)]
+        prompt = ([self.bos_id] if self.bos_id is not None else []) + ids
+        length = self.canvas_length
+        positions = torch.arange(len(prompt), len(prompt) + length).unsqueeze(0)
+        one_cache, _ = self.runner.encode(prompt)
+        many_cache, _ = self.runner.encode(prompt)
+        many_cache.batch_repeat_interleave(rows)
+        gen = torch.Generator(device=self.runner.device).manual_seed(0)
+        canvas = torch.randint(0, self.runner.vocab_size, (rows, length), generator=gen, device=self.runner.device)
+        times: dict[int, list[float]] = {1: [], rows: []}
+        for rep in range(reps + 1):
+            for n, cache in ((1, one_cache), (rows, many_cache)):
+                t0 = time.perf_counter()
+                self.runner.decode(canvas[:n], cache, positions, None, None)
+                if rep:  # the first round warms up
+                    times[n].append(_ms(t0))
+        one, many = statistics.median(times[1]), statistics.median(times[rows])
+        ratio = many / max(one, 1e-9)
+        return {"rows": rows, "step_ms_1": one, f"step_ms_{rows}": many, "cost_in_single_forwards": ratio,
+                "batch_pays": ratio < BATCH_PAYS_BELOW}
+
+    def batch_rows_for(self, request: InfillRequest) -> int:
+        """Rows this request may share: its own batch_rows, or for 0 (automatic) the calibration's verdict."""
+        if request.batch_rows == 0:
+            pays = self.batch_calibration is not None and self.batch_calibration["batch_pays"]
+            return AUTO_BATCH_ROWS if pays else 1
+        return request.batch_rows
 
     def status(self) -> dict:
         return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,
                 "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms,
-                "engine": dict(self.stats)}
+                "engine": dict(self.stats), "batchCalibration": self.batch_calibration}
 
     def close(self) -> None:
         self.worker.close()

@@ -36,7 +36,9 @@ class InfillRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     reuse_prefix: bool = True  # reuse the document's last encoder cache where the prompt agrees with it
     started_at: float | None = None  # time.monotonic() when the worker began it (set by the engine)
-    batch_rows: int = 1  # >1: may share decoder forwards with other documents' requests, this many rows at most
+    # >1: may share decoder forwards with other documents' requests, this many rows at most; 0: automatic (the
+    # engine's warm-up measurement decides); 1: never
+    batch_rows: int = 1
 
 
 @dataclass

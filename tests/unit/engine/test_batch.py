@@ -207,3 +207,20 @@ def test_worker_answers_every_member_when_a_batch_fails():
         assert not worker.busy
     finally:
         worker.close()
+
+
+def test_automatic_batching_follows_the_warm_up_measurement(tiny_engine):
+    saved = tiny_engine.batch_calibration
+    try:
+        tiny_engine.warmup()
+        cal = tiny_engine.batch_calibration
+        assert cal["rows"] == 2 and cal["step_ms_1"] > 0 and cal["step_ms_2"] > 0
+        assert cal["batch_pays"] == (cal["cost_in_single_forwards"] < 1.1)
+        auto = _requests(0, 0.2, rows=0)[0]
+        tiny_engine.batch_calibration = dict(cal, batch_pays=True)
+        assert tiny_engine.batch_rows_for(auto) == 4 and tiny_engine.batch_key(auto) is not None
+        tiny_engine.batch_calibration = dict(cal, batch_pays=False)
+        assert tiny_engine.batch_rows_for(auto) == 1 and tiny_engine.batch_key(auto) is None
+        assert tiny_engine.batch_rows_for(_requests(0, 0.2, rows=3)[0]) == 3  # an explicit count always holds
+    finally:
+        tiny_engine.batch_calibration = saved
