@@ -169,7 +169,7 @@ def summarize(raw: list[dict]) -> dict:
 
 
 def probes(opts: TypingOptions, model: str, files: list[Path]) -> dict:
-    from dg_lsp.bench.typing_probes import batch_probe, encode_probe
+    from dg_lsp.bench.typing_probes import batch_probe, burst_probe, encode_probe
     from dg_lsp.engine import Engine
 
     engine = Engine.load(model, opts.device)
@@ -177,7 +177,8 @@ def probes(opts: TypingOptions, model: str, files: list[Path]) -> dict:
         engine.warmup()  # as the server does: includes the batching calibration
         text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files[:20])
         return {"encode": encode_probe(engine, text, opts.probe_tokens, opts.probe_reps),
-                "batch": batch_probe(engine, text, reps=opts.probe_reps)}
+                "batch": batch_probe(engine, text, reps=opts.probe_reps),
+                "burst": burst_probe(engine, text, reps=max(1, opts.probe_reps // 2))}
     finally:
         engine.close()
 

@@ -69,6 +69,44 @@ def batch_probe(engine, text: str, prompt_tokens: int = 512, batch: int = 4, rep
             "two_rows": engine.batch_calibration}
 
 
+def burst_probe(engine, text: str, n: int = 4, reps: int = 3, steps: int = 16) -> dict:
+    """`n` documents asking at the same moment (say after a save or a paste): latency of each answer
+    with the requests batched vs one after another. Rows run all `steps` (no early stop), so both
+    sides do the same work."""
+    import threading
+
+    from dg_lsp.engine.types import DenoiseParams, InfillRequest
+    from dg_lsp.engine.worker import Job
+
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    cuts = [(("\n".join(lines[: 20 + 15 * i]) + "\n"), "\n".join(lines[20 + 15 * i: 30 + 15 * i])) for i in range(n)]
+
+    def once(rows: int) -> list[float]:
+        gate, held = threading.Event(), threading.Event()
+        engine.worker.submit(Job(fn=lambda: (held.set(), gate.wait(30)), doc_key=None, cancel=threading.Event(),
+                                 superseded=lambda: None))
+        held.wait(30)
+        params = DenoiseParams(max_steps=steps, confidence_threshold=0.0)
+        t0 = time.perf_counter()
+        futures = [engine.submit(InfillRequest(prefix=p, suffix=s, doc_key=f"burst{i}", params=params,
+                                               batch_rows=rows, length_strategy="pad", reuse_prefix=False))
+                   for i, (p, s) in enumerate(cuts)]
+        gate.set()
+        done = []
+        for f in futures:
+            f.result(timeout=300)
+            done.append((time.perf_counter() - t0) * 1000)
+        return done
+
+    once(n), once(1)  # warm
+    batched, serial = [], []
+    for _ in range(reps):
+        batched += once(n)
+        serial += once(1)
+    return {"documents": n, "steps": steps, "batched_mean_ms": statistics.mean(batched),
+            "batched_max_ms": max(batched), "serial_mean_ms": statistics.mean(serial), "serial_max_ms": max(serial)}
+
+
 def soak(client: TypingClient, files: list[Path], completions: int, seed: int, samples: int = 10) -> dict:
     """`completions` requests, each after a one-character edit at a random place of one of a few
     open documents; the server's resident memory sampled along the way."""

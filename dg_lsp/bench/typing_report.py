@@ -51,6 +51,18 @@ def table(runs: list[dict], docs: tuple[int, ...], modes: tuple[str, ...]) -> st
     return "\n".join(lines)
 
 
+def _burst_lines(u: dict | None) -> list[str]:
+    if not u:
+        return []
+    n = u["documents"]
+    return ["", f"| {n} documents asking at once ({u['steps']} steps each) | batched | one after another "
+                f"| batched / serial |", "|---|---|---|---|",
+            f"| mean latency (ms) | {u['batched_mean_ms']:.0f} | {u['serial_mean_ms']:.0f} "
+            f"| {_ratio(u['batched_mean_ms'], u['serial_mean_ms'])} |",
+            f"| slowest (ms) | {u['batched_max_ms']:.0f} | {u['serial_max_ms']:.0f} "
+            f"| {_ratio(u['batched_max_ms'], u['serial_max_ms'])} |"]
+
+
 def probe_table(p: dict) -> str:
     e, b = p["encode"], p["batch"]
     n = b["batch"]
@@ -64,6 +76,7 @@ def probe_table(p: dict) -> str:
         f"| one denoising step | 1 request | {n} requests batched | batched / {n} serial |",
         "|---|---|---|---|",
         f"| ms | {b['step_ms_1']:.1f} | {b[f'step_ms_{n}']:.1f} | {b['batched_vs_serial']:.2f}x |",
+        *_burst_lines(p.get("burst")),
         *([""] if b.get("two_rows") else []),
         *([f"warm-up calibration: a 2-row forward costs {b['two_rows']['cost_in_single_forwards']:.2f} 1-row "
            f"forwards, so automatic batching is {'on' if b['two_rows']['batch_pays'] else 'off'}"]
