@@ -3,8 +3,8 @@
 Differences from `model.generate()`, all of them needed for infill: pinned positions (the
 suffix head) are never re-noised and always read back as themselves; entropy, acceptance and
 the confidence test only consider hole positions; a cancel flag and a deadline are checked
-between steps; temperature 0 means greedy. With nothing pinned the loop draws the same random
-numbers in the same order as `generate()` and reproduces it token for token.
+between steps; temperature 0 means greedy. With nothing pinned and `reference_sampling` the loop draws the same
+random numbers in the same order as `generate()` and reproduces it token for token.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ class DenoiseLoop:
                fixed: torch.LongTensor, params: DenoiseParams, generator, greedy: bool):
         """One step's canvas update from the step's tempered logits: sample, accept the low-entropy hole
         positions (EB-sampler), re-noise the rest. Returns (processed, new canvas, argmax canvas, entropy)."""
-        drawn = sampler.sample_tokens(processed, generator, greedy)
+        drawn = sampler.sample_tokens(processed, generator, greedy, params.reference_sampling)
         new_argmax = torch.where(pinned, fixed, processed.argmax(dim=-1))
-        entropy = sampler.token_entropy(processed)
+        entropy = sampler.token_entropy(processed, params.reference_sampling)
         accept = sampler.entropy_bound_accept(entropy, params.entropy_bound, ~pinned) | pinned
         accepted = torch.where(accept, drawn, current)
         accepted = torch.where(pinned, fixed, accepted)
@@ -92,7 +92,7 @@ class DenoiseLoop:
                 new_argmax = torch.where(finished[:, None], argmax, new_argmax)
                 new_current = torch.where(finished[:, None], current, new_current)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
-                entropy = sampler.token_entropy(processed)
+                entropy = sampler.token_entropy(processed, params.reference_sampling)
             finished |= sampler.stable_and_confident(history, new_argmax, entropy, hole,
                                                      params.stability_threshold, params.confidence_threshold)
             current, argmax = new_current, new_argmax

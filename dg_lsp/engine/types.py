@@ -19,6 +19,9 @@ class DenoiseParams:
     confidence_threshold: float = 0.005
     seed: int = 0
     deadline_ms: float | None = None  # step budget: return the best canvas so far when it passes
+    # draw tokens and compute entropies exactly as transformers' generate() does (its random numbers, slower on
+    # CPU); the default samples the same distributions by CDF inversion
+    reference_sampling: bool = False
 
 
 @dataclass

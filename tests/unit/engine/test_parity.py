@@ -27,7 +27,7 @@ def _ours(engine, prompt, seed, max_steps):
     cache, _ = runner.encode(prompt)
     torch.manual_seed(seed)
     params = DenoiseParams(max_steps=max_steps, temperature=0.8, t_min_ratio=0.5, entropy_bound=0.1,
-                           stability_threshold=1, confidence_threshold=0.005)
+                           stability_threshold=1, confidence_threshold=0.005, reference_sampling=True)
     out = loop.run(_full_canvas(prompt, runner.canvas_length), cache, params, torch.default_generator)
     return out.canvas[0], out
 

@@ -1,0 +1,39 @@
+"""The default (fast) sampling draws from the same distributions as the reference one."""
+
+from __future__ import annotations
+
+import torch
+
+from dg_lsp.engine import sampler
+
+
+def test_fast_sampling_follows_the_distribution():
+    logits = torch.tensor([[[2.0, 1.0, 0.0, -1.0, -30.0]]]).expand(1, 4000, 5).contiguous()
+    probs = torch.softmax(logits[0, 0], dim=-1)
+    gen = torch.Generator().manual_seed(0)
+    drawn = sampler.sample_tokens(logits, gen, greedy=False)
+    assert drawn.shape == (1, 4000)
+    freq = torch.bincount(drawn.flatten(), minlength=5).float() / drawn.numel()
+    # 4,000 draws: standard error <= 0.8 percentage points; 3 points is over 3.7 sigma
+    assert torch.allclose(freq, probs, atol=0.03), (freq, probs)
+    assert freq[4] == 0  # a token with probability ~1e-14 never comes up
+    ref = sampler.sample_tokens(logits, torch.Generator().manual_seed(0), greedy=False, reference=True)
+    ref_freq = torch.bincount(ref.flatten(), minlength=5).float() / ref.numel()
+    assert torch.allclose(freq, ref_freq, atol=0.04)
+
+
+def test_fast_sampling_is_seeded_and_never_out_of_range():
+    logits = torch.randn(2, 48, 300) * 4
+    a = sampler.sample_tokens(logits, torch.Generator().manual_seed(5), greedy=False)
+    b = sampler.sample_tokens(logits, torch.Generator().manual_seed(5), greedy=False)
+    c = sampler.sample_tokens(logits, torch.Generator().manual_seed(6), greedy=False)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    peaked = torch.full((1, 8, 300), -1e4)
+    peaked[..., 299] = 0.0  # all the mass on the last id: the CDF's rounding must not step past it
+    assert (sampler.sample_tokens(peaked, torch.Generator().manual_seed(1), greedy=False) == 299).all()
+
+
+def test_fast_entropy_equals_the_reference():
+    logits = torch.randn(3, 48, 1000) * torch.tensor([0.1, 3.0, 30.0])[:, None, None]
+    torch.testing.assert_close(sampler.token_entropy(logits), sampler.token_entropy(logits, reference=True),
+                               atol=1e-4, rtol=1e-5)
