@@ -33,7 +33,9 @@ def test_fixed_shapes_match_eager_tokens(small_window_model, prompt, kind, tempe
     assert torch.equal(eager.canvas, fast.canvas)
     assert eager.steps == fast.steps
     assert torch.equal(eager.forwards_per_row, fast.forwards_per_row)
-    assert torch.allclose(eager.logits, fast.logits, atol=1e-3)
+    # row padding of the length-search canvas is never read: its logits are free to differ
+    valid = canvas.valid
+    assert torch.allclose(eager.logits[valid], fast.logits[valid], atol=1e-3)
 
 
 def test_width_buckets_and_capacity_growth_keep_tokens(small_window_model, prompt):
