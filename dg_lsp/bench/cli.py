@@ -71,6 +71,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--canvas", type=int, default=None, help="pad-fill hole length (default: the model's canvas)")
     g.add_argument("--max-new-tokens", type=int, default=64, help="ar baseline token budget")
     g.add_argument("--max-prompt-tokens", type=int, default=1024)
+    g.add_argument("--no-heal", action="store_true",
+                   help="no token healing: prompts end exactly at the cursor, even right after a line break")
     g.add_argument("--lsp-setting", action="append", type=parse_setting, default=[], metavar="KEY=VALUE",
                    help="extra dgLsp server setting for --via lsp (value parsed as JSON), e.g. maxLines=30")
     g.add_argument("--n", type=int, default=None, help="at most this many tasks (seeded random choice)")
@@ -147,7 +149,8 @@ def run(args, argv: list[str]) -> int:
         return 1
     settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
                            length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
-                           max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed)
+                           max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                           heal=not args.no_heal)
     options = BenchOptions(via=args.via, baselines=tuple(dict.fromkeys(args.baseline)), steps=args.steps,
                            settings=settings, model=args.model, device=args.device, dtype=args.dtype,
                            limits=executor.Limits(timeout_s=args.exec_timeout), exec_workers=args.exec_workers,

@@ -29,6 +29,7 @@ class RunSettings:
     max_prompt_tokens: int = 1024
     max_new_tokens: int = 64  # autoregressive baseline
     seed: int = 0
+    heal: bool = True  # token healing of prefixes that end at a line break (Engine.healing_tail), every mode
 
 
 @dataclass
@@ -109,7 +110,7 @@ class EngineRunner:
         s = self.settings
         request = InfillRequest(prefix=task.prefix, suffix=task.suffix if self.use_suffix else "",
                                 params=self.params, length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
-                                max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix)
+                                max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix, heal=s.heal)
         t0 = time.perf_counter()
         result = self.engine.infill(request)
         latency = (time.perf_counter() - t0) * 1000.0
@@ -145,7 +146,7 @@ class AutoregressiveRunner(EngineRunner):
         t0 = time.perf_counter()
         result = self.engine.autoregressive(task.prefix, max_new_tokens=s.max_new_tokens,
                                             stop_at_newline=task.kind in LINE_KINDS,
-                                            max_prompt_tokens=s.max_prompt_tokens)
+                                            max_prompt_tokens=s.max_prompt_tokens, heal=s.heal)
         latency = (time.perf_counter() - t0) * 1000.0
         return insertion(task, shape_continuation(task, result.text), latency, timings_ms=dict(result.timings_ms),
                          steps=result.steps, tokens_per_forward=result.tokens_per_forward,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import sampler
-from .canvas import InfillCanvas, build_prompt
+from .canvas import InfillCanvas
 from .denoise import DenoiseOutcome
 from .types import DenoiseParams, InfillRequest, InfillResult
 from .worker import BatchContext, Job
@@ -46,6 +46,7 @@ class _Row:
     sc_logits: torch.Tensor | None = None
     raw: torch.Tensor | None = None
     max_rows: int = 1  # the most rows a forward of this row had
+    heal: str = ""  # the prefix's healing tail (Engine.prepare)
 
     @property
     def pinned(self) -> torch.BoolTensor:
@@ -75,10 +76,7 @@ class BatchRun:
         t0 = time.perf_counter()
         eng = self.engine
         try:
-            prefix_ids = eng._tokens(request.prefix)
-            suffix_ids = eng._tokens(request.suffix) if request.use_suffix else []
-            prompt = build_prompt(prefix_ids, eng.prompt_budget(request.max_prompt_tokens), eng.bos_id)
-            canvas = eng._build_canvas(request, prompt, suffix_ids)
+            prompt, canvas, heal = eng.prepare(request)
             t_tok = _ms(t0)
             t1 = time.perf_counter()
             cache, reused = eng.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
@@ -94,13 +92,13 @@ class BatchRun:
         pinned = canvas.pinned.to(self.runner.device)
         start = self.loop._noise(tuple(fixed.shape), gen)
         return _Row(job, request, canvas, cache, gen, deadline, t0, {"tokenize": t_tok, "encode": t_enc}, reused,
-                    torch.where(pinned, fixed, start), self.params.max_steps)
+                    torch.where(pinned, fixed, start), self.params.max_steps, heal=heal)
 
     def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
         eng = self.engine
         canvas = row.argmax if row.argmax is not None else row.current
         out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit)
-        result: InfillResult = eng._choose(row.canvas, out)
+        result: InfillResult = eng._choose(row.canvas, out, row.heal)
         total = _ms(row.t0)
         result.timings_ms = {**row.timings, "denoise": total - row.timings["tokenize"] - row.timings["encode"],
                              "total": total}

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 import threading
 import time
@@ -40,6 +41,8 @@ def _ms(since: float) -> float:
 BATCH_PAYS_BELOW = 1.1
 AUTO_BATCH_ROWS = 4
 
+_HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
+
 _CALIBRATION_TEXT = "def mean(values):\n    total = 0\n    for value in values:\n        total += value\n" \
                     "    return total / len(values)\n\n\n"
 
@@ -58,7 +61,8 @@ class Engine:
                       "steps": 0, "deadlineHits": 0, "cancelled": 0,
                       # cross-document batching: batches where documents shared forwards, jobs that shared one,
                       # decoder forwards run by batches, and rows over those forwards
-                      "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0}
+                      "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0,
+                      "healMismatches": 0}
         tok = self.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.runner.text_config.pad_token_id
         self.eos_id = tok.eos_token_id
@@ -106,8 +110,9 @@ class Engine:
         return self.submit(request).result()
 
     def autoregressive(self, prefix: str, max_new_tokens: int = 64, stop_at_newline: bool = True,
-                       max_prompt_tokens: int = 1024) -> InfillResult:
-        job = Job(fn=lambda: self.run_autoregressive(prefix, max_new_tokens, stop_at_newline, max_prompt_tokens),
+                       max_prompt_tokens: int = 1024, heal: bool = True) -> InfillResult:
+        job = Job(fn=lambda: self.run_autoregressive(prefix, max_new_tokens, stop_at_newline, max_prompt_tokens,
+                                                     heal),
                   doc_key=None, cancel=threading.Event(),
                   superseded=lambda: InfillResult(text="", cancelled=True))
         return self.worker.submit(job).result()
@@ -198,14 +203,38 @@ class Engine:
         cap = self.spec.max_prompt_tokens
         return min(asked, cap) if cap else asked
 
+    @staticmethod
+    def healing_tail(prefix: str) -> str:
+        """The line breaks and indentation the prefix ends with (the cursor at the start of a line, or in
+        its indentation); else "".
+
+        The byte-level BPE merges a newline with the next line's indentation ("\n   " + " return"), so a
+        prompt that stops right after "\n" ends in a token split the model never saw in training (the
+        HumanEval single-line holes all start at column 0). Token healing: the prompt stops before this
+        tail, the model writes it as part of the hole, and the answer is what follows it."""
+        m = _HEALING_TAIL.search(prefix)
+        return m.group(0) if m and m.start() > 0 else ""
+
+    def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
+        """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
+        heal = self.healing_tail(request.prefix) if request.heal else ""
+        prefix_ids = self._tokens(request.prefix[:len(request.prefix) - len(heal)])
+        suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
+        prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
+        return prompt, self._build_canvas(request, prompt, suffix_ids), heal
+
+    @staticmethod
+    def unheal(text: str, heal: str) -> str | None:
+        """The part of a generated text after the healing tail; None if the text does not start with it."""
+        if not heal:
+            return text
+        return text[len(heal):] if text.startswith(heal) else None
+
     def run_infill(self, request: InfillRequest) -> InfillResult:
         request.started_at = time.monotonic()
         t0 = time.perf_counter()
         params = request.params
-        prefix_ids = self._tokens(request.prefix)
-        suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
-        prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
-        canvas = self._build_canvas(request, prompt, suffix_ids)
+        prompt, canvas, heal = self.prepare(request)
         t_tok = _ms(t0)
         t1 = time.perf_counter()
         cache, reused = self.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
@@ -219,7 +248,7 @@ class Engine:
             deadline = time.monotonic() + max(0.0, params.deadline_ms / 1000.0 - (time.perf_counter() - t0))
         out = self.loop.run(canvas, cache, params, generator, request.cancel, deadline)
         t_den = _ms(t2)
-        result = self._choose(canvas, out)
+        result = self._choose(canvas, out, heal)
         result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_den, "total": _ms(t0)}
         result.prompt_tokens, result.reused_tokens = len(prompt), reused
         self._count(result)
@@ -238,7 +267,7 @@ class Engine:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
-    def _choose(self, canvas: InfillCanvas, out) -> InfillResult:
+    def _choose(self, canvas: InfillCanvas, out, heal: str = "") -> InfillResult:
         if out.cancelled or out.logits is None:
             return InfillResult(text="", steps=out.steps, cancelled=out.cancelled, deadline_hit=out.deadline_hit)
         logp = torch.log_softmax(out.logits.float(), dim=-1)
@@ -246,6 +275,11 @@ class Engine:
         candidates = []
         for row, hole in enumerate(canvas.hole_lengths):
             text, n = self._hole_text(out.canvas[row], hole)
+            healed = self.unheal(text, heal)
+            if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
+                self.stats["healMismatches"] += 1
+                healed = ""
+            text = healed
             score = float(chosen[row, :hole].mean())
             forwards = max(1, int(out.forwards_per_row[row]))
             candidates.append((text, score, n, hole, n / forwards))
@@ -256,10 +290,13 @@ class Engine:
 
     @torch.inference_mode()
     def run_autoregressive(self, prefix: str, max_new_tokens: int, stop_at_newline: bool,
-                           max_prompt_tokens: int) -> InfillResult:
-        """Greedy next-token decoding with the encoder (same weights) on the prefix alone."""
+                           max_prompt_tokens: int, heal: bool = True) -> InfillResult:
+        """Greedy next-token decoding with the encoder (same weights) on the prefix alone, with the same token
+        healing as infill: the text starts after the prefix's healing tail, and stops at the end of its line."""
         t0 = time.perf_counter()
-        prompt = build_prompt(self._tokens(prefix), self.prompt_budget(max_prompt_tokens), self.bos_id)
+        tail = self.healing_tail(prefix) if heal else ""
+        prompt = build_prompt(self._tokens(prefix[:len(prefix) - len(tail)]), self.prompt_budget(max_prompt_tokens),
+                              self.bos_id)
         t_tok = _ms(t0)
         t1 = time.perf_counter()
         cache, hidden = self.runner.encode(prompt)
@@ -267,12 +304,21 @@ class Engine:
         t2 = time.perf_counter()
         out: list[int] = []
         text = ""
-        for _ in range(max_new_tokens):
+        for _ in range(max_new_tokens + len(self._tokens(tail))):
             nxt = int(self.runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
             if nxt == self.eos_id or nxt == self.pad_id:
                 break
             out.append(nxt)
-            text = self.tokenizer.decode(out)
+            generated = self.tokenizer.decode(out)
+            if len(generated) < len(tail) and tail.startswith(generated):
+                cache, hidden = self.runner.encode([nxt], cache)
+                continue  # still writing the tail
+            body = self.unheal(generated, tail)
+            if body is None:  # it wrote something else than the prefix's own tail
+                self.stats["healMismatches"] += 1
+                text = ""
+                break
+            text = body
             if stop_at_newline and "\n" in text:
                 text = text[: text.index("\n") + 1]
                 break

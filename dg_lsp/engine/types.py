@@ -38,6 +38,7 @@ class InfillRequest:
     doc_key: str | None = None  # requests with the same key supersede each other; also the prefix-cache slot
     cancel: threading.Event = field(default_factory=threading.Event)
     reuse_prefix: bool = True  # reuse the document's last encoder cache where the prompt agrees with it
+    heal: bool = True  # token healing: a prefix ending in a line break + indentation leaves it to the model
     started_at: float | None = None  # time.monotonic() when the worker began it (set by the engine)
     # >1: may share decoder forwards with other documents' requests, this many rows at most; 0: automatic (the
     # engine's warm-up measurement decides); 1: never
