@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Options a resumed run may change; everything else comes from the run's saved options.
 RESUMABLE_OVERRIDES = {"steps", "minutes", "threads", "ckpt_minutes", "eval_every", "log_every", "export", "lr",
-                       "eval_batches", "warmup", "progress", "cooldown_steps"}
+                       "eval_batches", "warmup", "progress", "cooldown_steps", "pad_weight"}
 # Options that describe one invocation, never the run: a resumed run takes them from this command line (or the
 # defaults), so an --export given once is not repeated by every later resume.
 PER_INVOCATION = {"minutes", "export"}
@@ -37,6 +37,7 @@ class TrainOptions:
     suffix_head: int = 16
     batch_size: int = 8
     self_cond_prob: float = 0.5
+    pad_weight: float = 1.0  # loss weight of pad targets in pad-fill canvases (a resumed run may change it)
     # model
     hidden_size: int = 256
     num_layers: int = 4

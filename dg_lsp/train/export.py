@@ -87,7 +87,8 @@ for Python code infill by `python -m dg_lsp.train` (package `dg_lsp.train`).
   suffix head pinned clean and unsupervised, pads supervised (pad-fill)
 - noise: `{opts.noise}` (t ~ U(0.001, 1) per canvas; each supervised position replaced with probability t
   {'by `<mask>` (id 3)' if opts.noise == 'mask' else 'by a uniformly random token'});
-  plain cross-entropy over all supervised positions; self-conditioning with p = 0.5 per window
+  cross-entropy over all supervised positions (pad targets weighted {opts.pad_weight}); self-conditioning with
+  p = 0.5 per window
 - AdamW lr {opts.lr}, warmup {opts.warmup} steps, weight decay {opts.weight_decay}, grad clip 1.0,
   batch {opts.batch_size} windows, seed {opts.seed}
 

@@ -205,7 +205,7 @@ class Trainer:
             batch = self.sampler.batch(step, o.batch_size)
             gen = torch.Generator().manual_seed(o.seed * 1_000_003 + step)
             t0 = time.time()
-            loss, stats = training_loss(self.model, batch, o.canvas_length, gen, o.self_cond_prob)
+            loss, stats = training_loss(self.model, batch, o.canvas_length, gen, o.self_cond_prob, o.pad_weight)
             self.optim.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)

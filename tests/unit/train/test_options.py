@@ -30,3 +30,20 @@ def test_resume_takes_export_and_resumable_overrides_from_the_command_line(tmp_p
                                         "--hidden-size", "512"]))
     assert opts.export == "x" and opts.lr == 0.0005
     assert opts.hidden_size == 128  # architecture is the run's, not the command line's
+
+
+def test_pad_weight_scales_only_pad_targets():
+    import torch
+
+    from dg_lsp.engine.modelgen import PAD_ID
+    from dg_lsp.train.canvas import IGNORE
+    from dg_lsp.train.objective import diffusion_ce
+
+    torch.manual_seed(0)
+    logits = torch.randn(1, 4, 10)
+    targets = torch.tensor([[5, PAD_ID, PAD_ID, IGNORE]])
+    ce = torch.nn.functional.cross_entropy(logits[0], targets[0].clamp(min=0), reduction="none")
+    full = diffusion_ce(logits, targets)
+    torch.testing.assert_close(full, ce[:3].mean())
+    torch.testing.assert_close(diffusion_ce(logits, targets, 0.5), (ce[0] + 0.5 * ce[1] + 0.5 * ce[2]) / 2.0)
+    assert diffusion_ce(logits, targets, 0.0) == ce[0]
