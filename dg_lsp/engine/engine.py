@@ -42,6 +42,7 @@ BATCH_PAYS_BELOW = 1.1
 AUTO_BATCH_ROWS = 4
 
 _HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
+_TRAILING_INDENT = re.compile(r"(?<=\n)[ \t]+\Z")
 
 _CALIBRATION_TEXT = "def mean(values):\n    total = 0\n    for value in values:\n        total += value\n" \
                     "    return total / len(values)\n\n\n"
@@ -219,16 +220,25 @@ class Engine:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
         heal = self.healing_tail(request.prefix) if request.heal else ""
         prefix_ids = self._tokens(request.prefix[:len(request.prefix) - len(heal)])
-        suffix_ids = self._tokens(request.suffix) if request.use_suffix else []
+        suffix = request.suffix
+        if heal and suffix.startswith(" "):
+            # The hole ends a line and the suffix starts the next one with its indentation: BPE puts all but
+            # the last space of it in the line break's token ("\n   " + " next"), so the pinned head starts
+            # at that last space and the model ends the hole with the line break (unheal drops the rest).
+            suffix = suffix[len(suffix) - len(suffix.lstrip(" ")) - 1:]
+        suffix_ids = self._tokens(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         return prompt, self._build_canvas(request, prompt, suffix_ids), heal
 
     @staticmethod
     def unheal(text: str, heal: str) -> str | None:
-        """The part of a generated text after the healing tail; None if the text does not start with it."""
+        """The part of a generated text after the healing tail, without indentation after its last line
+        break (the suffix has its own); None if the text does not start with the tail."""
         if not heal:
             return text
-        return text[len(heal):] if text.startswith(heal) else None
+        if not text.startswith(heal):
+            return None
+        return _TRAILING_INDENT.sub("", text[len(heal):])
 
     def run_infill(self, request: InfillRequest) -> InfillResult:
         request.started_at = time.monotonic()

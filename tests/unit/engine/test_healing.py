@@ -58,3 +58,16 @@ def test_autoregressive_with_healing_stops_at_the_end_of_its_line(tiny_engine):
         plain = tiny_engine.autoregressive(prefix, max_new_tokens=8, heal=False)
         assert "\n" not in healed.text.rstrip("\n")  # one line at most
         assert "\n" not in plain.text.rstrip("\n")
+
+
+def test_suffix_side_healing_keeps_the_last_space_of_the_next_lines_indentation(tiny_engine):
+    tok = tiny_engine.tokenizer
+    req = InfillRequest(prefix="def f(x):\n", suffix="    return y\n", length_strategy="pad")
+    _, canvas, heal = tiny_engine.prepare(req)
+    head = canvas.canvas_ids[0, canvas.hole_lengths[0]:canvas.hole_lengths[0] + canvas.suffix_head_len].tolist()
+    assert tok.decode(head).startswith(" return y")
+    assert Engine.unheal("\n    x = 1\n   ", heal) == "    x = 1\n"  # the suffix brings its own indentation
+    # mid-line holes keep their suffix as it is
+    _, canvas, heal = tiny_engine.prepare(InfillRequest(prefix="x = f(", suffix="  1)\n", length_strategy="pad"))
+    head = canvas.canvas_ids[0, canvas.hole_lengths[0]:canvas.hole_lengths[0] + canvas.suffix_head_len].tolist()
+    assert heal == "" and tok.decode(head).startswith("  1)")
