@@ -27,7 +27,7 @@ def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000.0
 
 
-@dataclass
+@dataclass(eq=False)  # rows are compared by identity
 class _Row:
     job: Job
     request: InfillRequest
@@ -123,7 +123,7 @@ class BatchRun:
                 st["batchedJobs"] += 1
 
     def _prune(self) -> bool:
-        """Drop cancelled rows, rows past their deadline and rows out of steps. True if any left."""
+        """Answer and drop cancelled rows and rows past their deadline. True if the rows changed."""
         now, keep = time.monotonic(), []
         for row in self.rows:
             if row.job.cancel.is_set():
@@ -188,5 +188,6 @@ class BatchRun:
             for row in done:
                 self._finish(row)
             if done:
-                self.rows = [r for r in self.rows if r not in done]
+                finished = {id(r) for r in done}
+                self.rows = [r for r in self.rows if id(r) not in finished]
                 merged = None

@@ -29,7 +29,7 @@ from typing import Any, Callable
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(eq=False)  # jobs are compared by identity (queue and running-list membership)
 class Job:
     fn: Callable[[], Any]
     doc_key: str | None
