@@ -229,7 +229,8 @@ class CompletionService:
         infill = InfillRequest(prefix=p.suggestion.prefix, suffix=p.ctx.suffix, params=params_from(self.settings),
                                length_strategy=self.settings.length_strategy,
                                max_prompt_tokens=self.settings.prefix_tokens, doc_key=p.req.doc_key,
-                               reuse_prefix=self.settings.prefix_cache, batch_rows=self.settings.batch_documents)
+                               reuse_prefix=self.settings.prefix_cache, batch_rows=self.settings.batch_documents,
+                               heal_retry=not p.req.automatic)
         if cancel is not None:
             infill.cancel = cancel
         future = self.engine.submit(infill)  # supersedes the document's queued or running engine job

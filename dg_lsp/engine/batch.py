@@ -11,6 +11,7 @@ So a document's new request after a keystroke does not wait for the other docume
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -99,6 +100,10 @@ class BatchRun:
         canvas = row.argmax if row.argmax is not None else row.current
         out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit)
         result: InfillResult = eng._choose(row.canvas, out, row.heal)
+        if result.heal_mismatch and row.request.heal_retry and not cancelled:
+            # as Engine.run_infill does: an explicit request is computed once more, alone, without healing
+            self.ctx.deliver(row.job, eng.run_infill(dataclasses.replace(row.request, heal=False, heal_retry=False)))
+            return
         total = _ms(row.t0)
         result.timings_ms = {**row.timings, "denoise": total - row.timings["tokenize"] - row.timings["encode"],
                              "total": total}

@@ -259,6 +259,9 @@ class Engine:
         out = self.loop.run(canvas, cache, params, generator, request.cancel, deadline)
         t_den = _ms(t2)
         result = self._choose(canvas, out, heal)
+        if result.heal_mismatch and request.heal_retry and not request.cancel.is_set():
+            # an explicit request gets an answer if the model has one: once more without healing
+            return self.run_infill(dataclasses.replace(request, heal=False, heal_retry=False))
         result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_den, "total": _ms(t0)}
         result.prompt_tokens, result.reused_tokens = len(prompt), reused
         self._count(result)
@@ -282,12 +285,13 @@ class Engine:
             return InfillResult(text="", steps=out.steps, cancelled=out.cancelled, deadline_hit=out.deadline_hit)
         logp = torch.log_softmax(out.logits.float(), dim=-1)
         chosen = logp.gather(-1, out.canvas.unsqueeze(-1)).squeeze(-1)  # [B, L]
-        candidates = []
+        candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
             text, n = self._hole_text(out.canvas[row], hole)
             healed = self.unheal(text, heal)
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1
+                mismatches += 1
                 healed = ""
             text = healed
             score = float(chosen[row, :hole].mean())
@@ -296,7 +300,8 @@ class Engine:
         best = max(candidates, key=lambda c: c[1])
         return InfillResult(text=best[0], steps=out.steps, tokens_per_forward=best[4], generated_tokens=best[2],
                             hole_length=best[3], score=best[1], deadline_hit=out.deadline_hit,
-                            candidates=[(c[0], c[1]) for c in candidates])
+                            candidates=[(c[0], c[1]) for c in candidates],
+                            heal_mismatch=mismatches == len(candidates))
 
     @torch.inference_mode()
     def run_autoregressive(self, prefix: str, max_new_tokens: int, stop_at_newline: bool,

@@ -39,6 +39,7 @@ class InfillRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     reuse_prefix: bool = True  # reuse the document's last encoder cache where the prompt agrees with it
     heal: bool = True  # token healing: a prefix ending in a line break + indentation leaves it to the model
+    heal_retry: bool = False  # if the healed answer does not fit the cursor, compute once more without healing
     started_at: float | None = None  # time.monotonic() when the worker began it (set by the engine)
     # >1: may share decoder forwards with other documents' requests, this many rows at most; 0: automatic (the
     # engine's warm-up measurement decides); 1: never
@@ -60,6 +61,7 @@ class InfillResult:
     prompt_tokens: int = 0
     reused_tokens: int = 0  # prompt tokens whose encoder cache came from the document's previous prompt
     batch_rows: int = 1  # rows of the cross-document batch this result was computed in
+    heal_mismatch: bool = False  # the model did not write the prefix's healing tail: no answer fits
 
     def to_json(self) -> dict:
         return {

@@ -72,8 +72,9 @@ def test_documents_waiting_together_share_decoder_forwards():
             for i, text in enumerate(texts):
                 client.notify("textDocument/didOpen", {"textDocument": {"uri": _doc_uri(i), "languageId": "python",
                                                                         "version": 1, "text": text}})
+            # automatic (as-you-type) requests, as typing in four editors at once sends
             params = [{"textDocument": {"uri": _doc_uri(i)}, "position": {"line": 1, "character": 11},
-                       "context": {"triggerKind": 1}} for i in range(4)]
+                       "context": {"triggerKind": 2}} for i in range(4)]
             replies = client.request_many("textDocument/inlineCompletion", params)
             answers[batch] = [[it["insertText"] for it in r["result"]["items"]] for r in replies]
             engine = client.request("workspace/executeCommand", {"command": "dgLsp.status"})["result"]["engine"]

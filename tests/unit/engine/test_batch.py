@@ -224,3 +224,14 @@ def test_automatic_batching_follows_the_warm_up_measurement(tiny_engine):
         assert tiny_engine.batch_rows_for(_requests(0, 0.2, rows=3)[0]) == 3  # an explicit count always holds
     finally:
         tiny_engine.batch_calibration = saved
+
+
+def test_an_explicit_batch_row_whose_healed_answer_does_not_fit_is_retried_alone(tiny_engine):
+    reqs = _requests(0, 0.2, rows=4)
+    reqs[1].prefix = "def f(x):\n    "  # the random tiny model does not write this tail back
+    reqs[1].heal_retry = True
+    plain = tiny_engine.run_infill(dataclasses.replace(reqs[1], heal=False, heal_retry=False, batch_rows=1,
+                                                       cancel=threading.Event()))
+    out = _batched(tiny_engine, reqs)
+    assert out[1].text == plain.text and out[1].text and not out[1].heal_mismatch
+    assert out[0].batch_rows == 3

@@ -71,3 +71,14 @@ def test_suffix_side_healing_keeps_the_last_space_of_the_next_lines_indentation(
     _, canvas, heal = tiny_engine.prepare(InfillRequest(prefix="x = f(", suffix="  1)\n", length_strategy="pad"))
     head = canvas.canvas_ids[0, canvas.hole_lengths[0]:canvas.hole_lengths[0] + canvas.suffix_head_len].tolist()
     assert heal == "" and tok.decode(head).startswith("  1)")
+
+
+def test_an_explicit_request_is_retried_without_healing_when_the_answer_does_not_fit(tiny_engine):
+    def run(**kw):
+        return tiny_engine.infill(InfillRequest(prefix="def f(x):\n    ", suffix="\n", length_strategy="pad", **kw))
+
+    healed = run()
+    assert healed.heal_mismatch and healed.text == ""  # the random tiny model does not write "\n    " first
+    plain = run(heal=False)
+    retried = run(heal_retry=True)
+    assert not retried.heal_mismatch and retried.text == plain.text and plain.text
