@@ -34,9 +34,9 @@ def _ms(since: float) -> float:
 # less than this many 1-row forwards on this machine, i.e. when a shared forward is nearly free (a GPU on
 # the eager path, or a model big enough to be memory-bound; the fixed-shape CUDA path runs one request at a
 # time). Otherwise the rows of documents still being typed, superseded a keystroke later, take time from
-# the suggestion someone is waiting for: on 2 CPU cores with the 8M default model 2 rows cost 1.4
-# forwards, and always batching made the final suggestion 1.8x slower while four documents were typed at
-# once (docs/results/typing.md). The threshold is a judgement from that one measurement, with a margin:
+# the suggestion someone is waiting for: on 2 CPU cores with the 8M default model 2 rows cost 1.4-1.7
+# forwards, and always batching made the final suggestion 1.8-1.9x slower while four documents were typed
+# at once (docs/results/typing.md). The threshold is a judgement from those measurements, with a margin:
 # the break-even lies somewhere between 1.0 and 1.4.
 BATCH_PAYS_BELOW = 1.1
 AUTO_BATCH_ROWS = 4
