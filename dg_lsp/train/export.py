@@ -30,7 +30,7 @@ def export_model(model, tokenizer, opts, state: dict, out_dir: str | Path, run_d
                max_prompt_tokens=(opts.n_canvases - 1) * opts.canvas_length).save(out)
     (out / "MODEL.md").write_text(model_card(model, opts, state, out, Path(run_dir)), encoding="utf-8")
     # What `--init-from` needs to continue from this export when the run directory is gone.
-    write_json(out / "train_state.json", {"options": {k: v for k, v in vars(opts).items()},
+    write_json(out / "train_state.json", {"options": dict(vars(opts)),
                                           "state": {k: state.get(k) for k in ("step", "elapsed_s", "diff_tokens",
                                                                               "ar_tokens", "last_eval")}})
     return out

@@ -42,11 +42,14 @@ class Trainer:
     def __init__(self, opts):
         self.dir = Path(opts.out)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.warmup_from = 0  # the step the learning-rate warmup counts from (a run from an export warms up anew)
         ckpt = self.dir / "ckpt.pt"
-        self.init_from = Path(opts.init_from) if opts.init_from and not (opts.resume and ckpt.is_file()) else None
+        resuming = opts.resume and ckpt.is_file()
+        self.init_from = Path(opts.init_from) if opts.init_from and not resuming else None
+        prior: dict = {}  # the export's train_state.json, when starting from one
         if self.init_from is not None:
-            opts = self._options_of_export(opts, self.init_from)
+            saved = self.init_from / "train_state.json"
+            prior = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+            opts = self._options_of_export(opts, self.init_from, prior.get("options", {}))
         self.opts = opts
         torch.set_num_threads(opts.threads)
         self.tokenizer, train, heldout, corpus_info = self._prepare_corpus()
@@ -63,30 +66,26 @@ class Trainer:
         no_decay = [p for n, p in self.model.named_parameters() if p.ndim < 2]
         self.optim = torch.optim.AdamW([{"params": decay, "weight_decay": opts.weight_decay},
                                         {"params": no_decay, "weight_decay": 0.0}], lr=opts.lr, betas=(0.9, 0.95))
+        # warmup_from: the step the learning-rate warmup counts from (a run from an export warms up anew)
         self.state = {"step": 0, "elapsed_s": 0.0, "diff_tokens": 0, "ar_tokens": 0, "corpus": corpus_info,
-                      "last_eval": {}, "throughput": {}}
+                      "last_eval": {}, "throughput": {}, "warmup_from": 0}
         if self.init_from is not None:  # counters carry on; the optimiser starts fresh (warmup runs again)
-            saved = self.init_from / "train_state.json"
-            if saved.is_file():
-                prior = json.loads(saved.read_text(encoding="utf-8")).get("state", {})
-                self.state.update({k: v for k, v in prior.items() if v is not None and k != "last_eval"})
+            self.state.update({k: v for k, v in prior.get("state", {}).items() if v is not None and k != "last_eval"})
             self.state["init_from"] = str(self.init_from)
-            self.warmup_from = self.state["step"]
-        if opts.resume and ckpt.is_file():
+            self.state["warmup_from"] = self.state["step"]
+        if resuming:
             blob = torch.load(ckpt, map_location="cpu", weights_only=False)
             self.model.load_state_dict(blob["model"])
             self.optim.load_state_dict(blob["optim"])
             self.state.update(blob["state"])
             self.state["corpus"] = corpus_info
         self._stop = False
-        if opts.resume and ckpt.is_file():
-            self.warmup_from = self.state.get("warmup_from", 0)
-        self.state["warmup_from"] = self.warmup_from
 
     # -- preparation -------------------------------------------------------------------------
     @staticmethod
-    def _options_of_export(opts, model_dir: Path):
-        """A run that starts from an export takes its architecture and objective from it."""
+    def _options_of_export(opts, model_dir: Path, prior: dict):
+        """A run that starts from an export takes its architecture and objective from it (and from the run
+        options saved beside it, `prior`)."""
         from dataclasses import replace
 
         from transformers import AutoConfig
@@ -95,11 +94,9 @@ class Trainer:
 
         if not (model_dir / "config.json").is_file():
             raise SystemExit(f"--init-from {model_dir}: no config.json there (not an exported model)")
-        tc = AutoConfig.from_pretrained(str(model_dir)).get_text_config(decoder=True)
         cfg = AutoConfig.from_pretrained(str(model_dir))
+        tc = cfg.get_text_config(decoder=True)
         spec = InfillSpec.load(model_dir)
-        saved = model_dir / "train_state.json"
-        prior = json.loads(saved.read_text(encoding="utf-8")).get("options", {}) if saved.is_file() else {}
         keep = {k: prior[k] for k in ("n_canvases", "batch_size", "self_cond_prob", "vocab_size", "weight_decay")
                 if k in prior}
         return replace(opts, **keep, noise=spec.noise_kind, canvas_length=cfg.canvas_length,
@@ -153,7 +150,7 @@ class Trainer:
     def _lr(self, step: int) -> float:
         """Linear warmup, constant, then (with --cooldown-steps) a linear decay to 10% ending at --steps."""
         o = self.opts
-        lr = o.lr * min(1.0, (step - self.warmup_from + 1) / max(1, o.warmup))
+        lr = o.lr * min(1.0, (step - self.state["warmup_from"] + 1) / max(1, o.warmup))
         if o.cooldown_steps > 0:
             lr *= max(0.1, min(1.0, (o.steps - step) / o.cooldown_steps))
         return lr
