@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -73,8 +74,6 @@ def burst_probe(engine, text: str, n: int = 4, reps: int = 3, steps: int = 16) -
     """`n` documents asking at the same moment (say after a save or a paste): latency of each answer
     with the requests batched vs one after another. Rows run all `steps` (no early stop), so both
     sides do the same work."""
-    import threading
-
     from dg_lsp.engine.types import DenoiseParams, InfillRequest
     from dg_lsp.engine.worker import Job
 

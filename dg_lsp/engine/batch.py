@@ -33,6 +33,8 @@ class _Row:
     job: Job
     request: InfillRequest
     canvas: InfillCanvas  # one row
+    pinned: torch.BoolTensor  # [1, L] on the device: suffix head and padding
+    fixed: torch.LongTensor  # [1, L] on the device: the canvas's fixed tokens
     cache: object  # the prompt's decode view
     generator: torch.Generator
     deadline: float | None
@@ -48,10 +50,6 @@ class _Row:
     raw: torch.Tensor | None = None
     max_rows: int = 1  # the most rows a forward of this row had
     heal: str = ""  # the prefix's healing tail (Engine.prepare)
-
-    @property
-    def pinned(self) -> torch.BoolTensor:
-        return self.canvas.pinned
 
     @property
     def positions(self) -> torch.LongTensor:
@@ -92,8 +90,8 @@ class BatchRun:
         fixed = canvas.canvas_ids.to(self.runner.device)
         pinned = canvas.pinned.to(self.runner.device)
         start = self.loop._noise(tuple(fixed.shape), gen)
-        return _Row(job, request, canvas, cache, gen, deadline, t0, {"tokenize": t_tok, "encode": t_enc}, reused,
-                    torch.where(pinned, fixed, start), self.params.max_steps, heal=heal)
+        return _Row(job, request, canvas, pinned, fixed, cache, gen, deadline, t0, {"tokenize": t_tok, "encode": t_enc},
+                    reused, torch.where(pinned, fixed, start), self.params.max_steps, heal=heal)
 
     def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
         eng = self.engine
@@ -178,11 +176,9 @@ class BatchRun:
             for i, row in enumerate(rows):
                 row_raw = raw[i:i + 1]
                 temp = 1.0 if greedy else sampler.temperature_at(row.remaining, p.max_steps, t_max, t_min)
-                pinned = row.pinned.to(raw.device)
-                fixed = row.canvas.canvas_ids.to(raw.device)
                 processed, row.current, row.argmax, entropy = self.loop.update(
-                    row_raw / temp, row.current, pinned, fixed, p, row.generator, greedy)
-                stop = sampler.stable_and_confident(row.history, row.argmax, entropy, ~pinned,
+                    row_raw / temp, row.current, row.pinned, row.fixed, p, row.generator, greedy)
+                stop = sampler.stable_and_confident(row.history, row.argmax, entropy, ~row.pinned,
                                                     p.stability_threshold, p.confidence_threshold)
                 row.sc_logits = processed.to(self.runner.model.model.decoder.embed_tokens.weight.dtype)
                 row.raw = row_raw

@@ -98,12 +98,7 @@ class Engine:
     def batch_key(self, request: InfillRequest):
         """Requests with equal keys can share decoder forwards (one pad-fill row each, same loop settings);
         None when this one cannot. The fixed-shape GPU path (engine/fast) runs requests one at a time."""
-        if self.batch_rows_for(request) <= 1 or self.loop.runner is not self.runner:
-            return None
-        strategy = request.length_strategy
-        if strategy == "auto":
-            strategy = "pad" if self.spec.pad_fill else "search"
-        if strategy != "pad":
+        if self.batch_rows_for(request) <= 1 or self.loop.runner is not self.runner or self._strategy(request) != "pad":
             return None
         return ("pad", dataclasses.replace(request.params, seed=0, deadline_ms=None))
 
@@ -171,12 +166,15 @@ class Engine:
     def _tokens(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
+    def _strategy(self, request: InfillRequest) -> str:
+        """"pad" or "search": "auto" means pad-fill when the model was trained for it."""
+        if request.length_strategy == "auto":
+            return "pad" if self.spec.pad_fill else "search"
+        return request.length_strategy
+
     def _build_canvas(self, request: InfillRequest, prompt: list[int], suffix_ids: list[int]) -> InfillCanvas:
         fill = self.spec.mask_token_id if self.spec.noise_kind == "mask" else self.pad_id
-        strategy = request.length_strategy
-        if strategy == "auto":
-            strategy = "pad" if self.spec.pad_fill else "search"
-        if strategy == "pad":
+        if self._strategy(request) == "pad":
             return pad_fill_canvas(prompt, suffix_ids, self.canvas_length, self.spec.suffix_head_tokens, fill,
                                    self.pad_id)
         return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
