@@ -59,8 +59,9 @@ class ModelRunner:
             srcs = [c.layers[i] for c in caches]
             lengths = [s.keys.shape[-2] for s in srcs]
             width = max(lengths)
-            keys = srcs[0].keys.new_zeros((len(srcs),) + tuple(srcs[0].keys.shape[1:-2]) + (width, srcs[0].keys.shape[-1]))
-            values = srcs[0].values.new_zeros((len(srcs),) + tuple(srcs[0].values.shape[1:-2]) + (width, srcs[0].values.shape[-1]))
+            head = srcs[0].keys
+            keys = head.new_zeros((len(srcs), *head.shape[1:-2], width, head.shape[-1]))
+            values = srcs[0].values.new_zeros((len(srcs), *srcs[0].values.shape[1:-2], width, srcs[0].values.shape[-1]))
             for row, (src, n) in enumerate(zip(srcs, lengths)):
                 keys[row, ..., :n, :] = src.keys[0, ..., :n, :]
                 values[row, ..., :n, :] = src.values[0, ..., :n, :]
@@ -70,10 +71,7 @@ class ModelRunner:
                 dst.cumulative_length = max(s.get_seq_length() for s in srcs)
             kind = self.text_config.layer_types[i]
             if kind not in key_valid:
-                valid = torch.zeros(len(srcs), width, dtype=torch.bool)
-                for row, n in enumerate(lengths):
-                    valid[row, :n] = True
-                key_valid[kind] = valid
+                key_valid[kind] = torch.arange(width) < torch.tensor(lengths)[:, None]
         return merged, key_valid
 
     @torch.inference_mode()

@@ -61,7 +61,7 @@ class BatchContext:
         self._worker = worker
         self.first = first
         self.jobs: list[Job] = [first]  # every job that joined, delivered or not
-        self.delivered: set[int] = set()
+        self.delivered: set[Job] = set()
 
     def more(self, limit: int) -> list[Job]:
         """Up to `limit` queued jobs that join the batch now (already marked running)."""
@@ -70,17 +70,21 @@ class BatchContext:
         return joined
 
     def deliver(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
-        if id(job) in self.delivered:
+        if job in self.delivered:
             return
-        self.delivered.add(id(job))
+        self.delivered.add(job)
         with self._worker._cond:
             if job in self._worker._running:
                 self._worker._running.remove(job)
         _resolve(job.future, value, error)
 
 
+def _batchable(job: Job) -> bool:
+    return job.batch_key is not None and job.batch_fn is not None and job.batch_rows > 1
+
+
 def _compatible(first: Job, job: Job) -> bool:
-    return job.batch_key == first.batch_key and job.batch_fn is not None and job.batch_rows > 1
+    return _batchable(job) and job.batch_key == first.batch_key
 
 
 class Worker:
@@ -164,7 +168,7 @@ class Worker:
                     return
                 job = self._queue.pop(0)
                 self._running = [job]
-            if job.batch_fn is not None and job.batch_key is not None and job.batch_rows > 1:
+            if _batchable(job):
                 self._run_batch(job)
                 continue
             outcome: tuple[Any, BaseException | None] | None = None
@@ -189,7 +193,7 @@ class Worker:
         try:
             if not job.future.set_running_or_notify_cancel():
                 job.cancel.set()
-                ctx.delivered.add(id(job))
+                ctx.delivered.add(job)
             elif job.cancel.is_set():
                 ctx.deliver(job, job.superseded())
             else:
@@ -201,7 +205,7 @@ class Worker:
             with self._cond:
                 self._running = []
         for member in ctx.jobs:  # a batch that ends owes every job an answer
-            if id(member) not in ctx.delivered:
+            if member not in ctx.delivered:
                 if error is not None:
                     ctx.deliver(member, None, error)
                 else:
