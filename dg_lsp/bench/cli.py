@@ -59,9 +59,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--via", choices=("engine", "lsp"), default="engine",
                    help="call the engine directly, or drive `dg-lsp serve` over stdio (default: engine)")
-    g.add_argument("--baseline", action="append", choices=("ar", "nosuffix", "empty"), default=[],
-                   help=("also run a baseline: ar = same weights autoregressive on the prefix; "
-                         "nosuffix = diffusion without the suffix; empty = empty completion"))
+    g.add_argument("--baseline", action="append", choices=("ar", "nosuffix", "empty", "oracle-length"),
+                   default=[], help=("also run a baseline: ar = same weights autoregressive on the prefix; "
+                                     "nosuffix = diffusion without the suffix; empty = empty completion; "
+                                     "oracle-length = diagnostic: diffusion told the answer's length in tokens"))
     g.add_argument("--steps", type=_ints, default=(16,),
                    help="max denoising steps; several (4,8,16) also plot quality against steps")
     g.add_argument("--temperature", type=float, default=0.0, help="start temperature (0 = greedy; default 0)")

@@ -15,14 +15,14 @@ from tqdm import tqdm
 
 from dg_lsp.bench import executor, report, scoring
 from dg_lsp.bench.runners import (AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, NoSuffixRunner,
-                                  RunSettings)
+                                  OracleLengthRunner, RunSettings)
 from dg_lsp.bench.tasks import Task
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     via: str = "engine"  # engine | lsp
-    baselines: tuple[str, ...] = ()  # ar, nosuffix, empty
+    baselines: tuple[str, ...] = ()  # ar, nosuffix, empty, oracle-length (diagnostic)
     steps: tuple[int, ...] = (16,)
     settings: RunSettings = field(default_factory=RunSettings)
     model: str | None = None
@@ -64,6 +64,9 @@ def plan(options: BenchOptions) -> list[Config]:
     if "nosuffix" in options.baselines:
         configs += [Config(f"nosuffix/engine s={n}", "nosuffix", "engine", replace(options.settings, steps=n), n)
                     for n in options.steps]
+    if "oracle-length" in options.baselines:
+        configs += [Config(f"oracle-length/engine s={n}", "oracle-length", "engine", replace(options.settings, steps=n),
+                           n) for n in options.steps]
     if "empty" in options.baselines:
         configs.append(Config("empty", "empty", "none", options.settings, None))
     return configs
@@ -95,6 +98,8 @@ def make_runner(config: Config, options: BenchOptions, engines: _Engines):
         return AutoregressiveRunner(engines.get(), config.settings)
     if config.mode == "nosuffix":
         return NoSuffixRunner(engines.get(), config.settings)
+    if config.mode == "oracle-length":
+        return OracleLengthRunner(engines.get(), config.settings)
     if config.via == "lsp":
         from dg_lsp.bench.lsp_runner import LspRunner
 

@@ -104,13 +104,16 @@ class EngineRunner:
             engine.runner.canvas_length = settings.canvas
         _reset_cuda_peak(engine)
 
-    def complete(self, task: Task) -> Completion:
+    def request(self, task: Task):
         from dg_lsp.engine import InfillRequest
 
         s = self.settings
-        request = InfillRequest(prefix=task.prefix, suffix=task.suffix if self.use_suffix else "",
-                                params=self.params, length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
-                                max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix, heal=s.heal)
+        return InfillRequest(prefix=task.prefix, suffix=task.suffix if self.use_suffix else "",
+                             params=self.params, length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
+                             max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix, heal=s.heal)
+
+    def complete(self, task: Task) -> Completion:
+        request = self.request(task)
         t0 = time.perf_counter()
         result = self.engine.infill(request)
         latency = (time.perf_counter() - t0) * 1000.0
@@ -163,6 +166,31 @@ class NoSuffixRunner(EngineRunner):
         from dg_lsp.completion.postprocess import strip_control
 
         return shape_continuation(task, strip_control(text))
+
+
+class OracleLengthRunner(EngineRunner):
+    """Diagnostic (`--baseline oracle-length`), not a product setting: diffusion with the suffix pinned and the
+    hole's length in tokens taken from the reference answer (the rest of the hole pinned as pads), so the model
+    chooses only the content. Set against plain diffusion it separates "wrong length" (blank or cut answers)
+    from "wrong tokens"."""
+
+    mode = "oracle-length"
+
+    def request(self, task: Task):
+        import dataclasses
+
+        request = super().request(task)
+        return dataclasses.replace(request, length_strategy="pad", hole_tokens=self.hole_tokens(task, request))
+
+    def hole_tokens(self, task: Task, request) -> int:
+        """Tokens of what the hole must hold for the reference answer: with token healing, the prefix's tail
+        before it and the part of the next line's indentation that the pinned suffix head leaves out."""
+        engine = self.engine
+        heal = engine.healing_tail(task.prefix) if request.heal else ""
+        text = heal + task.middle
+        if heal and task.suffix.startswith(" "):
+            text += task.suffix[:len(task.suffix) - len(task.suffix.lstrip(" ")) - 1]
+        return max(1, len(engine._tokens(text)))
 
 
 class EmptyRunner:

@@ -8,7 +8,7 @@ batch of hole-length candidates (one row per length, scored after denoising).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -21,6 +21,8 @@ class InfillCanvas:
     valid: torch.BoolTensor  # [B, L] False on the padding of shorter rows (masked out of attention)
     hole_lengths: list[int]  # k per row
     suffix_head_len: int
+    # additive logit biases {token id: [B, L]} applied at every denoising step (e.g. -inf: never this token here)
+    token_bias: dict[int, torch.Tensor] = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -94,3 +96,16 @@ def length_candidates_canvas(prompt_ids: list[int], suffix_ids: list[int], hole_
     width = holes[-1] + len(head)
     rows = [_row(k, head, width, fill_id, pad_id) for k in holes]
     return _stack(rows, prompt_ids, holes, len(head))
+
+
+def fix_hole_length(canvas: InfillCanvas, tokens: int, pad_id: int, end_ids: tuple[int, ...] = ()) -> None:
+    """A hole of known length, in place: every hole position from `tokens` on is pinned to the pad, and the pad
+    and `end_ids` can never be chosen before it (the content fills exactly `tokens` positions)."""
+    ban = torch.zeros(canvas.canvas_ids.shape)
+    for row, hole in enumerate(canvas.hole_lengths):
+        keep = max(1, min(int(tokens), hole))
+        canvas.canvas_ids[row, keep:hole] = pad_id
+        canvas.pinned[row, keep:hole] = True
+        ban[row, :keep] = float("-inf")
+    for tid in {pad_id, *end_ids}:
+        canvas.token_bias[tid] = canvas.token_bias.get(tid, 0) + ban

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import torch
 
-from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas
+from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas, fix_hole_length
 from .denoise import DenoiseLoop
 from .fast import denoise_runner
 from .loader import LoadedModel, load_model
@@ -98,7 +98,8 @@ class Engine:
     def batch_key(self, request: InfillRequest):
         """Requests with equal keys can share decoder forwards (one pad-fill row each, same loop settings);
         None when this one cannot. The fixed-shape GPU path (engine/fast) runs requests one at a time."""
-        if self.batch_rows_for(request) <= 1 or self.loop.runner is not self.runner or self._strategy(request) != "pad":
+        if (self.batch_rows_for(request) <= 1 or self.loop.runner is not self.runner
+                or self._strategy(request) != "pad" or request.hole_tokens is not None):
             return None
         return ("pad", dataclasses.replace(request.params, seed=0, deadline_ms=None))
 
@@ -175,8 +176,12 @@ class Engine:
     def _build_canvas(self, request: InfillRequest, prompt: list[int], suffix_ids: list[int]) -> InfillCanvas:
         fill = self.spec.mask_token_id if self.spec.noise_kind == "mask" else self.pad_id
         if self._strategy(request) == "pad":
-            return pad_fill_canvas(prompt, suffix_ids, self.canvas_length, self.spec.suffix_head_tokens, fill,
-                                   self.pad_id)
+            canvas = pad_fill_canvas(prompt, suffix_ids, self.canvas_length, self.spec.suffix_head_tokens, fill,
+                                     self.pad_id)
+            if request.hole_tokens is not None:
+                fix_hole_length(canvas, request.hole_tokens, self.pad_id,
+                                tuple(t for t in (self.eos_id,) if t is not None))
+            return canvas
         return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
                                         fill, self.pad_id)
 

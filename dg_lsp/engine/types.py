@@ -44,6 +44,9 @@ class InfillRequest:
     # >1: may share decoder forwards with other documents' requests, this many rows at most; 0: automatic (the
     # engine's warm-up measurement decides); 1: never
     batch_rows: int = 1
+    # Diagnostic (bench --baseline oracle-length), not an editor setting: with pad-fill, the hole holds exactly this
+    # many tokens and the rest of it is pinned pads, so the model only chooses the content, never the length.
+    hole_tokens: int | None = None
 
 
 @dataclass
