@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from dg_lsp.engine.canvas import build_prompt, length_candidates_canvas, pad_fill_canvas
+from dg_lsp.engine.canvas import build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
 
 PAD, FILL = 0, 3
 
@@ -74,3 +74,14 @@ def test_model_spec_caps_the_prompt_budget(tiny_model_dir, tmp_path):
         assert engine.prompt_budget(1024) == 8 and engine.prompt_budget(4) == 4
     finally:
         engine.close()
+
+
+def test_a_hole_of_known_length_pins_pads_after_it_and_bans_them_before():
+    c = pad_fill_canvas([2], suffix_ids=[20, 21], canvas_length=8, suffix_head_tokens=4, fill_id=FILL, pad_id=PAD)
+    fix_hole_length(c, 2, PAD, end_ids=(1,))
+    assert c.pinned.tolist() == [[False, False] + [True] * 6]
+    assert c.canvas_ids.tolist() == [[FILL, FILL, PAD, PAD, PAD, PAD, 20, 21]]
+    for tid in (PAD, 1):
+        assert torch.isinf(c.token_bias[tid][0, :2]).all() and (c.token_bias[tid][0, 2:] == 0).all()
+    fix_hole_length(c, 0, PAD)  # at least one position stays open
+    assert c.pinned[0].tolist() == [False] + [True] * 7

@@ -120,3 +120,20 @@ def test_worker_supersedes_queued_request_of_the_same_document(tiny_engine):
     gate.set()
     blocker.result(timeout=5)
     assert not second.result(timeout=30).cancelled
+
+
+def test_token_bias_is_applied_at_every_step(tiny_engine):
+    canvas = pad_fill_canvas([2, 50, 51], [40, 41], tiny_engine.canvas_length, 4, fill_id=0, pad_id=0)
+    canvas.token_bias[7] = torch.where(canvas.pinned, 0.0, 1e4)  # token 7 wins at every hole position
+    params = DenoiseParams(max_steps=3, temperature=0.0)
+    out = _run(tiny_engine, canvas, params, Recorder(tiny_engine.runner))
+    hole = canvas.hole_mask[0]
+    assert (out.canvas[0][hole] == 7).all()
+    assert out.canvas[0][~hole].tolist() == [40, 41]
+
+
+def test_a_request_with_a_known_hole_length_fills_exactly_that_many_positions(tiny_engine):
+    result = tiny_engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n", hole_tokens=3,
+                                              params=DenoiseParams(max_steps=4, temperature=0.0)))
+    # pads after position 3 and no pad or end token before it: at most 3 tokens (special ids are dropped)
+    assert 1 <= result.generated_tokens <= 3 and result.hole_length == tiny_engine.canvas_length - 1
