@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+# A logit bias that rules a token out: finite, so that softmax gives it probability 0 and the entropy stays a
+# number (0 * -inf would be NaN and stop the position from ever being accepted).
+BANNED = -1.0e4
+
 
 @dataclass
 class InfillCanvas:
@@ -21,7 +25,7 @@ class InfillCanvas:
     valid: torch.BoolTensor  # [B, L] False on the padding of shorter rows (masked out of attention)
     hole_lengths: list[int]  # k per row
     suffix_head_len: int
-    # additive logit biases {token id: [B, L]} applied at every denoising step (e.g. -inf: never this token here)
+    # additive logit biases {token id: [B, L]} applied at every denoising step (BANNED: never this token here)
     token_bias: dict[int, torch.Tensor] = field(default_factory=dict)
 
     @property
@@ -106,6 +110,6 @@ def fix_hole_length(canvas: InfillCanvas, tokens: int, pad_id: int, end_ids: tup
         keep = max(1, min(int(tokens), hole))
         canvas.canvas_ids[row, keep:hole] = pad_id
         canvas.pinned[row, keep:hole] = True
-        ban[row, :keep] = float("-inf")
+        ban[row, :keep] = BANNED
     for tid in {pad_id, *end_ids}:
         canvas.token_bias[tid] = canvas.token_bias.get(tid, 0) + ban

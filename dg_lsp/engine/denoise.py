@@ -66,7 +66,6 @@ class DenoiseLoop:
         current = torch.where(pinned, fixed, start)
         argmax = current
         positions = canvas.position_ids()
-        raw_dtype = self.runner.model.model.decoder.embed_tokens.weight.dtype
         mask = self.runner.decoder_mask(cache, canvas.valid)
         greedy = params.temperature <= 0
         t_max = max(params.temperature, 1e-6)
@@ -75,8 +74,7 @@ class DenoiseLoop:
         finished = torch.zeros(fixed.shape[0], dtype=torch.bool, device=dev)
         forwards = torch.zeros(fixed.shape[0], dtype=torch.int, device=dev)
         history: list[torch.LongTensor] = []
-        biases = [(tid, bias.to(dev, raw_dtype)) for tid, bias in canvas.token_bias.items()] if canvas.token_bias \
-            else []
+        biases = [(tid, bias.to(dev)) for tid, bias in canvas.token_bias.items()]
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
             if cancel is not None and cancel.is_set():
@@ -87,8 +85,10 @@ class DenoiseLoop:
                 break
             forwards += (~finished).int()
             raw = self.runner.decode(current, cache, positions, sc_logits, mask)
-            for tid, bias in biases:
-                raw[..., tid] += bias
+            if biases:
+                raw = raw.clone()
+                for tid, bias in biases:
+                    raw[..., tid] += bias.to(raw.dtype)
             steps += 1
             temp = 1.0 if greedy else sampler.temperature_at(remaining, params.max_steps, t_max, t_min)
             processed, new_current, new_argmax, entropy = self.update(raw / temp, current, pinned, fixed, params,

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import torch
 
-from .canvas import InfillCanvas, build_prompt, length_candidates_canvas, pad_fill_canvas, fix_hole_length
+from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop
 from .fast import denoise_runner
 from .loader import LoadedModel, load_model

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from dg_lsp.engine.canvas import build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
+from dg_lsp.engine.canvas import BANNED, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
 
 PAD, FILL = 0, 3
 
@@ -82,6 +82,6 @@ def test_a_hole_of_known_length_pins_pads_after_it_and_bans_them_before():
     assert c.pinned.tolist() == [[False, False] + [True] * 6]
     assert c.canvas_ids.tolist() == [[FILL, FILL, PAD, PAD, PAD, PAD, 20, 21]]
     for tid in (PAD, 1):
-        assert torch.isinf(c.token_bias[tid][0, :2]).all() and (c.token_bias[tid][0, 2:] == 0).all()
+        assert (c.token_bias[tid][0, :2] == BANNED).all() and (c.token_bias[tid][0, 2:] == 0).all()
     fix_hole_length(c, 0, PAD)  # at least one position stays open
     assert c.pinned[0].tolist() == [False] + [True] * 7

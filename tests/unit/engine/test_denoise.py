@@ -137,3 +137,18 @@ def test_a_request_with_a_known_hole_length_fills_exactly_that_many_positions(ti
                                               params=DenoiseParams(max_steps=4, temperature=0.0)))
     # pads after position 3 and no pad or end token before it: at most 3 tokens (special ids are dropped)
     assert 1 <= result.generated_tokens <= 3 and result.hole_length == tiny_engine.canvas_length - 1
+
+
+def test_banned_positions_keep_a_finite_entropy_and_get_accepted(tiny_engine):
+    from dg_lsp.engine import sampler
+    from dg_lsp.engine.canvas import fix_hole_length
+
+    canvas = pad_fill_canvas([2, 50, 51], [40], tiny_engine.canvas_length, 4, fill_id=0, pad_id=0)
+    fix_hole_length(canvas, 2, pad_id=0)
+    logits = torch.zeros(1, canvas.length, tiny_engine.runner.vocab_size)
+    logits[..., 0] += canvas.token_bias[0]
+    entropy = sampler.token_entropy(logits)
+    assert torch.isfinite(entropy).all()
+    # a generous bound accepts every open position: none is stuck as NaN
+    accepted = sampler.entropy_bound_accept(entropy, 1e9, canvas.hole_mask)
+    assert accepted[0, :2].all()
