@@ -82,6 +82,23 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
     return ordered[0][0]
 
 
+def cut_at_syntax_errors(text: str, prefix: str, suffix: str, language: str | None) -> str:
+    """A multi-line suggestion that adds syntax errors to the window is cut to the longest run of its leading
+    lines that adds none (at least the first line): a right first line is not lost to broken lines after it.
+    Unchanged when it adds no error, or when no cut is clean either."""
+    lines = text.split("\n")
+    if language is None or len([line for line in lines if line.strip()]) < 2:
+        return text
+    window = prefix + suffix
+    if not introduces_syntax_errors(window, prefix + text + suffix, language):
+        return text
+    for k in range(len(lines) - 1, 0, -1):
+        cut = "\n".join(lines[:k])
+        if cut.strip() and not introduces_syntax_errors(window, prefix + cut + suffix, language):
+            return cut
+    return text
+
+
 @dataclass
 class _Prepared:
     req: CompletionRequest
@@ -124,9 +141,10 @@ class CompletionService:
         if len(result.candidates) > 1:
             raw = rank_by_syntax(result.candidates, p.suggestion.prefix, ctx.suffix, ctx.language) or raw
         selection = req.is_selection
-        return finish(raw, ctx.suffix, indent=ctx.indent, mid_line=ctx.mid_line and not selection,
+        text = finish(raw, ctx.suffix, indent=ctx.indent, mid_line=ctx.mid_line and not selection,
                       single_line=req.automatic and ctx.mid_line and not selection,
                       max_lines=10_000 if selection else self.settings.max_lines)
+        return text if selection else cut_at_syntax_errors(text, p.suggestion.prefix, ctx.suffix, ctx.language)
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
@@ -239,8 +257,9 @@ class CompletionService:
             result = await asyncio.wrap_future(future)
             if result.cancelled:
                 return None
-            text = await asyncio.to_thread(self._finish, p, result) if len(result.candidates) > 1 \
-                else self._finish(p, result)
+            # syntax checks (length ranking, cutting a multi-line text) parse the window: off the event loop
+            text = await asyncio.to_thread(self._finish, p, result) \
+                if len(result.candidates) > 1 or "\n" in result.text.strip() else self._finish(p, result)
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
