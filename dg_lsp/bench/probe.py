@@ -9,7 +9,7 @@ scores each T[i] under four conditions, all with the same weights and the same p
 - `ar`: the encoder's next-token prediction after prompt + T[:i] (what greedy AR decoding sees
   when it has been right so far);
 - `diffusion`: the decoder on the pad-fill canvas `[T[:i]][noise ...][suffix head]`, one step
-  from pure noise for every position not yet written (what left-to-right diffusion decoding sees);
+  from pure noise (the model's own kind: random tokens, or its mask token) for every position not yet written (what left-to-right diffusion decoding sees);
 - `diffusion-length`: the same with the pads after the answer written in (the length is known);
 - `diffusion-nosuffix`: the same canvas without the suffix head (the suffix's contribution).
 
@@ -41,7 +41,7 @@ def target_tokens(engine, prefix: str, middle: str, suffix: str) -> list[int]:
 @torch.inference_mode()
 def probe_task(engine, task, generator: torch.Generator) -> dict[str, list[tuple[bool, float]]]:
     """(correct, nll) per answer token, per mode."""
-    from dg_lsp.engine import InfillRequest
+    from dg_lsp.engine import InfillRequest, sampler
 
     runner = engine.runner
     out: dict[str, list[tuple[bool, float]]] = {m: [] for m in MODES}
@@ -63,7 +63,8 @@ def probe_task(engine, task, generator: torch.Generator) -> dict[str, list[tuple
         cache.batch_repeat_interleave(m)
         for mode, length_known in variants:
             rows = canvas.canvas_ids.repeat(m, 1).to(runner.device)
-            noise = torch.randint(0, runner.vocab_size, rows.shape, generator=generator).to(runner.device)
+            noise = sampler.noise_tokens(tuple(rows.shape), runner.vocab_size, generator, torch.device("cpu"),
+                                         engine.spec.noise_kind, engine.spec.mask_token_id).to(runner.device)
             hole_pos = torch.arange(rows.shape[1], device=runner.device) < hole
             rows = torch.where(hole_pos, noise, rows)
             for i in range(m):

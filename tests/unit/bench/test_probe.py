@@ -30,3 +30,16 @@ def test_probe_scores_every_answer_token_in_every_mode(tiny_engine):
         assert all(nll >= 0 for _, nll in scored)
     table = probe.summarize([out])
     assert table["ar"]["tokens"] == len(target) and 0 <= table["diffusion"]["acc"] <= 1
+
+
+def test_probe_runs_on_a_mask_noise_model(tiny_mask_model_dir):
+    import torch
+
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(tiny_mask_model_dir, device="cpu")
+    try:
+        out = probe.probe_task(engine, TASK, torch.Generator().manual_seed(0))
+    finally:
+        engine.close()
+    assert len(out["diffusion"]) == len(probe.target_tokens(engine, TASK.prefix, TASK.middle, TASK.suffix)) > 0
