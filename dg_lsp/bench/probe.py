@@ -9,7 +9,8 @@ scores each T[i] under four conditions, all with the same weights and the same p
 - `ar`: the encoder's next-token prediction after prompt + T[:i] (what greedy AR decoding sees
   when it has been right so far);
 - `diffusion`: the decoder on the pad-fill canvas `[T[:i]][noise ...][suffix head]`, one step
-  from pure noise (the model's own kind: random tokens, or its mask token) for every position not yet written (what left-to-right diffusion decoding sees);
+  from pure noise (the model's own kind: random tokens, or its mask token) for every position not yet
+  written (what left-to-right diffusion decoding sees);
 - `diffusion-length`: the same with the pads after the answer written in (the length is known);
 - `diffusion-nosuffix`: the same canvas without the suffix head (the suffix's contribution).
 
@@ -31,11 +32,7 @@ MODES = ("ar", "diffusion", "diffusion-length", "diffusion-nosuffix")
 
 def target_tokens(engine, prefix: str, middle: str, suffix: str) -> list[int]:
     """The tokens the pad-fill hole must hold for `middle` (as bench --baseline oracle-length counts them)."""
-    heal = engine.healing_tail(prefix)
-    text = heal + middle
-    if heal and suffix.startswith(" "):
-        text += suffix[:len(suffix) - len(suffix.lstrip(" ")) - 1]
-    return engine._tokens(text)
+    return engine._tokens(engine.hole_text(prefix, middle, suffix))
 
 
 @torch.inference_mode()
@@ -45,14 +42,16 @@ def probe_task(engine, task, generator: torch.Generator) -> dict[str, list[tuple
 
     runner = engine.runner
     out: dict[str, list[tuple[bool, float]]] = {m: [] for m in MODES}
+    answer = target_tokens(engine, task.prefix, task.middle, task.suffix)
+    if not answer:
+        return out
     for use_suffix in (True, False):
         request = InfillRequest(prefix=task.prefix, suffix=task.suffix if use_suffix else "", use_suffix=use_suffix,
                                 length_strategy="pad", max_prompt_tokens=engine.spec.max_prompt_tokens or 1024)
         prompt, canvas, _ = engine.prepare(request)
-        target = target_tokens(engine, task.prefix, task.middle, task.suffix)[:canvas.hole_lengths[0]]
-        if not target:
-            return out
-        m, hole = len(target), canvas.hole_lengths[0]
+        hole = canvas.hole_lengths[0]
+        target = answer[:hole]
+        m = len(target)
         tgt = torch.tensor(target, device=runner.device)
         if use_suffix:  # AR: one encoder pass over prompt + answer predicts every answer token
             _, hidden = runner.encode(prompt + target[:-1])

@@ -180,17 +180,10 @@ class OracleLengthRunner(EngineRunner):
         import dataclasses
 
         request = super().request(task)
-        return dataclasses.replace(request, length_strategy="pad", hole_tokens=self.hole_tokens(task, request))
-
-    def hole_tokens(self, task: Task, request) -> int:
-        """Tokens of what the hole must hold for the reference answer: with token healing, the prefix's tail
-        before it and the part of the next line's indentation that the pinned suffix head leaves out."""
-        engine = self.engine
-        heal = engine.healing_tail(task.prefix) if request.heal else ""
-        text = heal + task.middle
-        if heal and task.suffix.startswith(" "):
-            text += task.suffix[:len(task.suffix) - len(task.suffix.lstrip(" ")) - 1]
-        return max(1, len(engine._tokens(text)))
+        # with token healing the hole also holds the prefix's tail and the part of the next line's indentation
+        # that the pinned suffix head leaves out (Engine.hole_text)
+        text = self.engine.hole_text(task.prefix, task.middle, task.suffix, heal=request.heal)
+        return dataclasses.replace(request, length_strategy="pad", hole_tokens=max(1, len(self.engine._tokens(text))))
 
 
 class EmptyRunner:

@@ -219,16 +219,29 @@ class Engine:
         m = _HEALING_TAIL.search(prefix)
         return m.group(0) if m and m.start() > 0 else ""
 
+    @staticmethod
+    def split_suffix(suffix: str, heal: str) -> tuple[str, str]:
+        """(what the hole writes of the suffix, what the pinned head starts with).
+
+        With a healing tail the hole ends a line, and a suffix that starts the next one with its indentation
+        is split: BPE puts all but the last space of it in the line break's token ("\n   " + " next"), so the
+        pinned head starts at that last space and the model ends the hole with the line break (unheal drops
+        the rest)."""
+        if not (heal and suffix.startswith(" ")):
+            return "", suffix
+        cut = len(suffix) - len(suffix.lstrip(" ")) - 1
+        return suffix[:cut], suffix[cut:]
+
+    def hole_text(self, prefix: str, middle: str, suffix: str, heal: bool = True) -> str:
+        """What the pad-fill hole must hold for the answer `middle` (the oracle-length baseline, the probe)."""
+        tail = self.healing_tail(prefix) if heal else ""
+        return tail + middle + self.split_suffix(suffix, tail)[0]
+
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
         heal = self.healing_tail(request.prefix) if request.heal else ""
         prefix_ids = self._tokens(request.prefix[:len(request.prefix) - len(heal)])
-        suffix = request.suffix
-        if heal and suffix.startswith(" "):
-            # The hole ends a line and the suffix starts the next one with its indentation: BPE puts all but
-            # the last space of it in the line break's token ("\n   " + " next"), so the pinned head starts
-            # at that last space and the model ends the hole with the line break (unheal drops the rest).
-            suffix = suffix[len(suffix) - len(suffix.lstrip(" ")) - 1:]
+        suffix = self.split_suffix(request.suffix, heal)[1]
         suffix_ids = self._tokens(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         return prompt, self._build_canvas(request, prompt, suffix_ids), heal
