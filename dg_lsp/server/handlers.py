@@ -1,4 +1,5 @@
-"""LSP handlers, one per method, each thin: validate, delegate to the server object, convert."""
+"""LSP handlers, one per method, each thin: validate, delegate to the server object, convert;
+and `build_server`, the server object with its handlers registered."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import logging
 
 from lsprotocol import types
 
-from dg_lsp.config import settings_json
+from dg_lsp.config import Settings, settings_json
 
-from .server import FILL_SELECTION, STATUS, DgLspServer
+from .server import DgLspServer
 
 log = logging.getLogger(__name__)
 
+FILL_SELECTION = "dgLsp.fillSelection"
+STATUS = "dgLsp.status"
 APPLY_EDIT_TIMEOUT_S = 60.0
 
 
@@ -88,3 +91,9 @@ def register(server: DgLspServer) -> None:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DgLspServer, *args):
         ls.holder.close()
+
+
+def build_server(settings: Settings) -> DgLspServer:
+    server = DgLspServer(settings)
+    register(server)
+    return server

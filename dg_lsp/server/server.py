@@ -26,10 +26,6 @@ from .protocol import DgLspProtocol
 
 log = logging.getLogger(__name__)
 
-FILL_SELECTION = "dgLsp.fillSelection"
-STATUS = "dgLsp.status"
-
-
 class DgLspServer(LanguageServer):
     def __init__(self, settings: Settings):
         super().__init__("dg-lsp", __version__, protocol_cls=DgLspProtocol,
@@ -169,10 +165,3 @@ def _to_newline_coordinates(req: CompletionRequest, lines, source: str) -> Compl
     end = convert(*req.end) if req.end is not None else None
     return CompletionRequest(req.text, req.language_id, line, col, end, req.automatic, req.doc_key)
 
-
-def build_server(settings: Settings) -> DgLspServer:
-    from . import handlers
-
-    server = DgLspServer(settings)
-    handlers.register(server)
-    return server
