@@ -7,15 +7,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ModelLoadError
 from .spec import InfillSpec
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "model" / "default"
-
-
-class ModelLoadError(RuntimeError):
-    """The model could not be loaded; the message says why and what to do."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from ..loader import ModelLoadError
+from ..errors import ModelLoadError
 
 QUANTIZATIONS = ("none", "nf4")
 
