@@ -15,33 +15,13 @@ Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (rep
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
 from dg_lsp.bench import executor, report
+from dg_lsp.bench.options import parse_setting, positive_ints
 from dg_lsp.bench.runners import RunSettings
 from dg_lsp.bench.tasks import HUMANEVAL_SPLITS, KINDS
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def parse_setting(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def parse_kinds(text: str, per_kind: int) -> dict[str, int]:
@@ -63,12 +43,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    default=[], help=("also run a baseline: ar = same weights autoregressive on the prefix; "
                                      "nosuffix = diffusion without the suffix; empty = empty completion; "
                                      "oracle-length = diagnostic: diffusion told the answer's length in tokens"))
-    g.add_argument("--steps", type=_ints, default=(16,),
+    g.add_argument("--steps", type=positive_ints, default=(16,),
                    help="max denoising steps; several (4,8,16) also plot quality against steps")
     g.add_argument("--temperature", type=float, default=0.0, help="start temperature (0 = greedy; default 0)")
     g.add_argument("--entropy-bound", type=float, default=0.1)
     g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
-    g.add_argument("--hole-lengths", type=_ints, default=(4, 8, 16, 32), help="candidates of --length-strategy search")
+    g.add_argument("--hole-lengths", type=positive_ints, default=(4, 8, 16, 32),
+                   help="candidates of --length-strategy search")
     g.add_argument("--canvas", type=int, default=None, help="pad-fill hole length (default: the model's canvas)")
     g.add_argument("--max-new-tokens", type=int, default=64, help="ar baseline token budget")
     g.add_argument("--max-prompt-tokens", type=int, default=1024)

@@ -27,8 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dg_lsp.bench.cli import parse_setting
 from dg_lsp.bench.metrics import percentile
+from dg_lsp.bench.options import int_list, parse_setting
 from dg_lsp.bench.typing_model import package_sources, resolve_model
 from dg_lsp.bench.typing_replay import RequestLog, TypingClient, make_script, type_all
 from dg_lsp.bench.typing_report import probe_table, soak_line, table
@@ -210,15 +210,11 @@ def run(opts: TypingOptions, command: str) -> dict:
     return report
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.split(",") if v)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dg-lsp bench typing", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--files", nargs="*", default=[], help="files or directories to type from (default: dg_lsp's)")
-    p.add_argument("--docs", type=_ints, default=(1, 4), help="documents typed at once, per run (default 1,4)")
+    p.add_argument("--docs", type=int_list, default=(1, 4), help="documents typed at once, per run (default 1,4)")
     p.add_argument("--bursts", type=int, default=12, help="lines typed per document, each in 1-3 bursts (default 12)")
     p.add_argument("--max-chars", type=int, default=40, help="characters typed per line at most (default 40)")
     p.add_argument("--modes", default="on,off", help="on = prefix + completion cache + automatic batching, off = none, nobatch / batch = on "
