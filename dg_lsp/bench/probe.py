@@ -32,7 +32,7 @@ MODES = ("ar", "diffusion", "diffusion-length", "diffusion-nosuffix")
 
 def target_tokens(engine, prefix: str, middle: str, suffix: str) -> list[int]:
     """The tokens the pad-fill hole must hold for `middle` (as bench --baseline oracle-length counts them)."""
-    return engine._tokens(engine.hole_text(prefix, middle, suffix))
+    return engine.tokenize(engine.hole_text(prefix, middle, suffix))
 
 
 @torch.inference_mode()

@@ -183,7 +183,7 @@ class OracleLengthRunner(EngineRunner):
         # with token healing the hole also holds the prefix's tail and the part of the next line's indentation
         # that the pinned suffix head leaves out (Engine.hole_text)
         text = self.engine.hole_text(task.prefix, task.middle, task.suffix, heal=request.heal)
-        return dataclasses.replace(request, length_strategy="pad", hole_tokens=max(1, len(self.engine._tokens(text))))
+        return dataclasses.replace(request, length_strategy="pad", hole_tokens=max(1, len(self.engine.tokenize(text))))
 
 
 class EmptyRunner:

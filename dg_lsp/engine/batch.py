@@ -1,46 +1,97 @@
-"""Continuous cross-document batching: the pad-fill requests of several documents share every decoder
-forward, and requests join and leave the batch between steps.
+"""Cross-document batching: when it pays, which requests may share, and the batch itself.
 
-Each row keeps the state a single-request `DenoiseLoop` would have: its own generator (so it draws the
-same random numbers in the same order as alone), its own place in the temperature schedule, its own
-self-conditioning logits (rows in their first step get none, via the model's `self_conditioning_mask`),
-stability history, cancel flag and deadline. A row that finishes, is cancelled or passes its deadline
-gets its answer at once; a queued request at the front of the worker's queue joins at the next step.
-So a document's new request after a keystroke does not wait for the other documents' rows to finish.
+When: automatic batching (request.batch_rows == 0) follows a measurement taken at warm-up
+(`measure_batch_step`): one decoder forward of 2 rows against 1 row.
+
+The batch (`BatchRun`): the pad-fill requests of several documents share every decoder forward, and
+requests join and leave the batch between steps. Each row keeps the state a single-request
+`DenoiseLoop` would have: its own generator (so it draws the same random numbers in the same order as
+alone), its own place in the temperature schedule, its own self-conditioning logits (rows in their
+first step get none, via the model's `self_conditioning_mask`), stability history, cancel flag and
+deadline. A row that finishes, is cancelled or passes its deadline gets its answer at once; a queued
+request at the front of the worker's queue joins at the next step. So a document's new request after a
+keystroke does not wait for the other documents' rows to finish. Each row's life before and after
+denoising is the single request's (engine/lifecycle.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from dataclasses import dataclass, field
 
 import torch
 
 from . import sampler
-from .canvas import InfillCanvas
 from .denoise import DenoiseOutcome
-from .types import DenoiseParams, InfillRequest, InfillResult
+from .lifecycle import InfillLifecycle, StartedInfill, ms
+from .types import DenoiseParams, InfillRequest
 from .worker import BatchContext, Job
 
+# Automatic cross-document batching (request.batch_rows == 0) is on when a decoder forward of 2 rows costs
+# less than this many 1-row forwards on this machine, i.e. when a shared forward is nearly free (a GPU on
+# the eager path, or a model big enough to be memory-bound; the fixed-shape CUDA path runs one request at a
+# time). Otherwise the rows of documents still being typed, superseded a keystroke later, take time from
+# the suggestion someone is waiting for: on 2 CPU cores with the 8M default model 2 rows cost 1.4-1.7
+# forwards, and always batching made the final suggestion 1.8-1.9x slower while four documents were typed
+# at once (docs/results/typing.md). The threshold is a judgement from those measurements, with a margin:
+# the break-even lies somewhere between 1.0 and 1.4.
+BATCH_PAYS_BELOW = 1.1
+AUTO_BATCH_ROWS = 4
 
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0
+_CALIBRATION_TEXT = "def mean(values):\n    total = 0\n    for value in values:\n        total += value\n" \
+                    "    return total / len(values)\n\n\n"
+
+
+def batch_rows_for(request: InfillRequest, calibration: dict | None) -> int:
+    """Rows this request may share: its own batch_rows, or for 0 (automatic) the calibration's verdict."""
+    if request.batch_rows == 0:
+        pays = calibration is not None and calibration["batch_pays"]
+        return AUTO_BATCH_ROWS if pays else 1
+    return request.batch_rows
+
+
+def batch_key(request: InfillRequest, rows: int, strategy: str, fixed_shape: bool):
+    """Requests with equal keys can share decoder forwards (one pad-fill row each, same loop settings);
+    None when this one cannot. The fixed-shape GPU path (engine/fast) runs requests one at a time."""
+    if rows <= 1 or fixed_shape or strategy != "pad" or request.hole_tokens is not None:
+        return None
+    return ("pad", dataclasses.replace(request.params, seed=0, deadline_ms=None))
+
+
+@torch.inference_mode()
+def measure_batch_step(life: InfillLifecycle, rows: int = 2, reps: int = 5, prompt_tokens: int = 256) -> dict:
+    """Median time of one decoder forward for 1 row and for `rows` rows (alternating, same prompt)."""
+    runner = life.runner
+    ids = life.tokenize(_CALIBRATION_TEXT * 40)[: max(1, life.prompt_budget(prompt_tokens) - 1)]
+    prompt = ([life.bos_id] if life.bos_id is not None else []) + ids
+    length = runner.canvas_length
+    positions = torch.arange(len(prompt), len(prompt) + length).unsqueeze(0)
+    one_cache, _ = runner.encode(prompt)
+    many_cache, _ = runner.encode(prompt)
+    many_cache.batch_repeat_interleave(rows)
+    gen = torch.Generator(device=runner.device).manual_seed(0)
+    canvas = torch.randint(0, runner.vocab_size, (rows, length), generator=gen, device=runner.device)
+    times: dict[int, list[float]] = {1: [], rows: []}
+    for rep in range(reps + 1):
+        for n, cache in ((1, one_cache), (rows, many_cache)):
+            t0 = time.perf_counter()
+            runner.decode(canvas[:n], cache, positions, None, None)
+            if rep:  # the first round warms up
+                times[n].append(ms(t0))
+    one, many = statistics.median(times[1]), statistics.median(times[rows])
+    ratio = many / max(one, 1e-9)
+    return {"rows": rows, "step_ms_1": one, f"step_ms_{rows}": many, "cost_in_single_forwards": ratio,
+            "batch_pays": ratio < BATCH_PAYS_BELOW}
 
 
 @dataclass(eq=False)  # rows are compared by identity
 class _Row:
     job: Job
-    request: InfillRequest
-    canvas: InfillCanvas  # one row
+    started: StartedInfill
     pinned: torch.BoolTensor  # [1, L] on the device: suffix head and padding
     fixed: torch.LongTensor  # [1, L] on the device: the canvas's fixed tokens
-    cache: object  # the prompt's decode view
-    generator: torch.Generator
-    deadline: float | None
-    t0: float
-    timings: dict
-    reused: int
     current: torch.LongTensor  # [1, L]
     remaining: int  # counts down from max_steps, as the single-request loop's schedule does
     argmax: torch.LongTensor | None = None
@@ -49,20 +100,23 @@ class _Row:
     sc_logits: torch.Tensor | None = None
     raw: torch.Tensor | None = None
     max_rows: int = 1  # the most rows a forward of this row had
-    heal: str = ""  # the prefix's healing tail (Engine.prepare)
+
+    @property
+    def canvas(self):  # one row
+        return self.started.canvas
 
     @property
     def positions(self) -> torch.LongTensor:
-        return self.canvas.position_ids()
+        return self.started.canvas.position_ids()
 
 
 class BatchRun:
     """One batch on the worker thread, from its first job until no row is left."""
 
-    def __init__(self, engine, ctx: BatchContext, params: DenoiseParams):
-        self.engine = engine
-        self.runner = engine.runner
-        self.loop = engine.loop  # its update() is the single-request step, shared
+    def __init__(self, life: InfillLifecycle, ctx: BatchContext, params: DenoiseParams):
+        self.life = life
+        self.runner = life.runner
+        self.loop = life.loop  # its update() is the single-request step, shared
         self.ctx = ctx
         self.params = params
         self.limit = max(1, ctx.first.batch_rows)
@@ -70,52 +124,25 @@ class BatchRun:
         self.shared: set[int] = set()  # jobs that shared at least one forward with another document
 
     def _start(self, job: Job) -> _Row | None:
-        request: InfillRequest = job.payload
-        request.started_at = time.monotonic()
-        t0 = time.perf_counter()
-        eng = self.engine
         try:
-            prompt, canvas, heal = eng.prepare(request)
-            t_tok = _ms(t0)
-            t1 = time.perf_counter()
-            cache, reused = eng.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
-            t_enc = _ms(t1)
+            started = self.life.start(job.payload)
         except Exception as exc:  # noqa: BLE001 - one bad request must not sink the others
             self.ctx.deliver(job, None, exc)
             return None
-        gen = torch.Generator(device=self.runner.device).manual_seed(request.params.seed)
-        deadline = None
-        if request.params.deadline_ms is not None:
-            deadline = time.monotonic() + max(0.0, request.params.deadline_ms / 1000.0 - (time.perf_counter() - t0))
-        fixed = canvas.canvas_ids.to(self.runner.device)
-        pinned = canvas.pinned.to(self.runner.device)
-        start = self.loop._noise(tuple(fixed.shape), gen)
-        return _Row(job, request, canvas, pinned, fixed, cache, gen, deadline, t0, {"tokenize": t_tok, "encode": t_enc},
-                    reused, torch.where(pinned, fixed, start), self.params.max_steps, heal=heal)
+        fixed = started.canvas.canvas_ids.to(self.runner.device)
+        pinned = started.canvas.pinned.to(self.runner.device)
+        start = self.loop._noise(tuple(fixed.shape), started.generator)
+        return _Row(job, started, pinned, fixed, torch.where(pinned, fixed, start), self.params.max_steps)
 
     def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
-        eng = self.engine
         canvas = row.argmax if row.argmax is not None else row.current
         out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit)
-        result: InfillResult = eng._choose(row.canvas, out, row.heal)
-        if result.heal_mismatch and row.request.heal_retry and not cancelled:
-            # as Engine.run_infill does: an explicit request is computed once more, alone, without healing
-            self.ctx.deliver(row.job, eng.run_infill(dataclasses.replace(row.request, heal=False, heal_retry=False)))
-            return
-        total = _ms(row.t0)
-        result.timings_ms = {**row.timings, "denoise": total - row.timings["tokenize"] - row.timings["encode"],
-                             "total": total}
-        result.prompt_tokens, result.reused_tokens = len(row.canvas.prompt_ids), row.reused
-        result.batch_rows = row.max_rows
-        eng._count(result)
-        if not result.cancelled:
-            eng.last_latency_ms = total
-        self.ctx.deliver(row.job, result)
+        self.ctx.deliver(row.job, self.life.finish(row.started, out, batch_rows=row.max_rows))
 
     def _count(self, rows: list[_Row]) -> None:
         """Engine counters, before any of these rows is answered: batches where documents shared forwards,
         jobs that shared one, forwards run by batches, and rows over those forwards."""
-        st = self.engine.stats
+        st = self.life.stats
         st["batchForwards"] += 1
         st["batchRowSteps"] += len(rows)
         for r in rows:
@@ -131,7 +158,7 @@ class BatchRun:
         for row in self.rows:
             if row.job.cancel.is_set():
                 self._finish(row, cancelled=True)
-            elif row.deadline is not None and row.steps > 0 and now >= row.deadline:
+            elif row.started.deadline is not None and row.steps > 0 and now >= row.started.deadline:
                 self._finish(row, deadline_hit=True)
             else:
                 keep.append(row)
@@ -160,7 +187,7 @@ class BatchRun:
             rows = self.rows
             self._count(rows)
             if changed or merged is None:
-                merged, key_valid = self.runner.merge_caches([r.cache for r in rows])
+                merged, key_valid = self.runner.merge_caches([r.started.cache for r in rows])
                 valid = torch.cat([r.canvas.valid for r in rows])
                 mask = self.runner.decoder_mask(merged, valid, key_valid)
                 positions = torch.cat([r.positions for r in rows])
@@ -177,7 +204,7 @@ class BatchRun:
                 row_raw = raw[i:i + 1]
                 temp = 1.0 if greedy else sampler.temperature_at(row.remaining, p.max_steps, t_max, t_min)
                 processed, row.current, row.argmax, entropy = self.loop.update(
-                    row_raw / temp, row.current, row.pinned, row.fixed, p, row.generator, greedy)
+                    row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)
                 stop = sampler.stable_and_confident(row.history, row.argmax, entropy, ~row.pinned,
                                                     p.stability_threshold, p.confidence_threshold)
                 row.sc_logits = processed.to(self.runner.model.model.decoder.embed_tokens.weight.dtype)

@@ -13,7 +13,7 @@ def test_oracle_length_counts_the_healed_tail_and_the_indent_the_suffix_head_lea
     runner = OracleLengthRunner(tiny_engine, RunSettings(steps=2))
     request = runner.request(TASK)
     # heal "\n" + middle + the suffix's indentation but its last space (the pinned head starts at that space)
-    expected = len(tiny_engine._tokens("\n" + TASK.middle + "   "))
+    expected = len(tiny_engine.tokenize("\n" + TASK.middle + "   "))
     assert request.hole_tokens == expected and request.length_strategy == "pad"
     completion = runner.complete(TASK)
     assert completion.error is None and completion.generated_tokens <= expected

@@ -46,9 +46,9 @@ def test_prompt_stops_before_the_tail_and_the_answer_starts_after_it(tiny_engine
     row[0, :len(written)] = torch.tensor(written)
     out = DenoiseOutcome(row, torch.zeros(1, canvas.length, tiny_engine.runner.vocab_size), 3, torch.tensor([3]),
                          False, False)
-    assert tiny_engine._choose(canvas, out, "\n").text == "    return x"
+    assert tiny_engine.lifecycle.choose(canvas, out, "\n").text == "    return x"
     before = tiny_engine.stats["healMismatches"]
-    assert tiny_engine._choose(canvas, out, "\n\t").text == ""  # it wrote another indentation: nothing fits
+    assert tiny_engine.lifecycle.choose(canvas, out, "\n\t").text == ""  # it wrote another indentation: nothing fits
     assert tiny_engine.stats["healMismatches"] == before + 1
 
 

@@ -1,0 +1,55 @@
+"""The autoregressive baseline: greedy next-token decoding with the encoder (the same weights) on the
+prefix alone, with the same token healing as infill."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from . import healing
+from .canvas import build_prompt
+from .lifecycle import InfillLifecycle, ms
+from .types import InfillResult
+
+
+@torch.inference_mode()
+def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, stop_at_newline: bool,
+                       max_prompt_tokens: int, heal: bool = True) -> InfillResult:
+    """The text starts after the prefix's healing tail, and stops at the end of its line."""
+    runner, tokenizer = life.runner, life.tokenizer
+    t0 = time.perf_counter()
+    tail = healing.healing_tail(prefix) if heal else ""
+    prompt = build_prompt(life.tokenize(prefix[:len(prefix) - len(tail)]), life.prompt_budget(max_prompt_tokens),
+                          life.bos_id)
+    t_tok = ms(t0)
+    t1 = time.perf_counter()
+    cache, hidden = runner.encode(prompt)
+    t_enc = ms(t1)
+    t2 = time.perf_counter()
+    out: list[int] = []
+    text = ""
+    for _ in range(max_new_tokens + len(life.tokenize(tail))):
+        nxt = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
+        if nxt == life.eos_id or nxt == life.pad_id:
+            break
+        out.append(nxt)
+        generated = tokenizer.decode(out)
+        if len(generated) < len(tail) and tail.startswith(generated):
+            cache, hidden = runner.encode([nxt], cache)
+            continue  # still writing the tail
+        body = healing.unheal(generated, tail)
+        if body is None:  # it wrote something else than the prefix's own tail
+            life.stats["healMismatches"] += 1
+            text = ""
+            break
+        text = body
+        if stop_at_newline and "\n" in text:
+            text = text[: text.index("\n") + 1]
+            break
+        cache, hidden = runner.encode([nxt], cache)
+    t_gen = ms(t2)
+    result = InfillResult(text=text, steps=len(out), tokens_per_forward=1.0 if out else 0.0,
+                          generated_tokens=len(out))
+    result.timings_ms = {"tokenize": t_tok, "encode": t_enc, "denoise": t_gen, "total": ms(t0)}
+    return result

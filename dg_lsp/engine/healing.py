@@ -1,0 +1,51 @@
+"""Token healing as pure string rules: which tail of the prefix the model writes back, how the suffix
+is split around it, and how a generated text is cut back to the answer.
+
+The byte-level BPE merges a newline with the next line's indentation ("\\n   " + " return"), so a
+prompt that stops right after "\\n" ends in a token split the model never saw in training (the
+HumanEval single-line holes all start at column 0). So the prompt stops before that tail, the model
+writes it as part of the hole, and the answer is what follows it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
+_TRAILING_INDENT = re.compile(r"(?<=\n)[ \t]+\Z")
+
+
+def healing_tail(prefix: str) -> str:
+    """The line breaks and indentation the prefix ends with (the cursor at the start of a line, or in
+    its indentation); else "". A prefix that is nothing but the tail keeps it: nothing would be left."""
+    m = _HEALING_TAIL.search(prefix)
+    return m.group(0) if m and m.start() > 0 else ""
+
+
+def split_suffix(suffix: str, heal: str) -> tuple[str, str]:
+    """(what the hole writes of the suffix, what the pinned head starts with).
+
+    With a healing tail the hole ends a line, and a suffix that starts the next one with its indentation
+    is split: BPE puts all but the last space of it in the line break's token ("\\n   " + " next"), so the
+    pinned head starts at that last space and the model ends the hole with the line break (unheal drops
+    the rest)."""
+    if not (heal and suffix.startswith(" ")):
+        return "", suffix
+    cut = len(suffix) - len(suffix.lstrip(" ")) - 1
+    return suffix[:cut], suffix[cut:]
+
+
+def hole_text(prefix: str, middle: str, suffix: str, heal: bool = True) -> str:
+    """What the pad-fill hole must hold for the answer `middle` (the oracle-length baseline, the probe)."""
+    tail = healing_tail(prefix) if heal else ""
+    return tail + middle + split_suffix(suffix, tail)[0]
+
+
+def unheal(text: str, heal: str) -> str | None:
+    """The part of a generated text after the healing tail, without indentation after its last line
+    break (the suffix has its own); None if the text does not start with the tail."""
+    if not heal:
+        return text
+    if not text.startswith(heal):
+        return None
+    return _TRAILING_INDENT.sub("", text[len(heal):])

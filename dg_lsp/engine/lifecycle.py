@@ -1,0 +1,199 @@
+"""One infill request's life on the worker thread, the same for a request alone and for a row of a
+cross-document batch (engine/batch.py):
+
+    start:  tokenize (with token healing), build the canvas, encode the prompt, seed, deadline
+    (denoise: `DenoiseLoop.run` alone, or the batch's shared steps)
+    finish: choose the answer, retry once without healing where asked, time and count it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import healing
+from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
+from .denoise import DenoiseLoop, DenoiseOutcome
+from .prefix_cache import PrefixCache
+from .runner import ModelRunner
+from .spec import InfillSpec
+from .types import InfillRequest, InfillResult
+
+
+def ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+def new_stats() -> dict:
+    return {"jobs": 0, "promptTokens": 0, "reusedTokens": 0, "encodeMs": 0.0, "denoiseMs": 0.0,
+            "steps": 0, "deadlineHits": 0, "cancelled": 0,
+            # cross-document batching: batches where documents shared forwards, jobs that shared one,
+            # decoder forwards run by batches, and rows over those forwards
+            "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0,
+            "healMismatches": 0}
+
+
+@dataclass
+class StartedInfill:
+    """A request made ready to denoise: its prompt and canvas, the encoder cache, its clock."""
+
+    request: InfillRequest
+    prompt: list[int]
+    canvas: InfillCanvas
+    heal: str  # the healing tail taken off the prefix
+    cache: object  # the prompt's encoder cache (a decode view when it came from the prefix cache)
+    reused: int  # prompt tokens whose encoder cache came from the prefix cache
+    generator: torch.Generator
+    deadline: float | None  # time.monotonic() past which the loop returns its best canvas
+    t0: float  # time.perf_counter() at start
+    timings: dict  # tokenize, encode (ms)
+
+
+class InfillLifecycle:
+    """Prepares, finishes and counts infill requests; owns the engine's counters."""
+
+    def __init__(self, tokenizer, spec: InfillSpec, runner: ModelRunner, loop: DenoiseLoop,
+                 prefix_cache: PrefixCache):
+        self.tokenizer, self.spec, self.runner, self.loop, self.prefix_cache = (
+            tokenizer, spec, runner, loop, prefix_cache)
+        self.stats = new_stats()
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else runner.text_config.pad_token_id
+        self.eos_id = tokenizer.eos_token_id
+        self.bos_id = tokenizer.bos_token_id if spec.add_bos else None
+        self.last_latency_ms: float | None = None
+
+    # -- preparing ----------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def strategy(self, request: InfillRequest) -> str:
+        """"pad" or "search": "auto" means pad-fill when the model was trained for it."""
+        if request.length_strategy == "auto":
+            return "pad" if self.spec.pad_fill else "search"
+        return request.length_strategy
+
+    def prompt_budget(self, asked: int) -> int:
+        """The request's prompt budget, capped by what the model was trained on (dg_lsp.json)."""
+        cap = self.spec.max_prompt_tokens
+        return min(asked, cap) if cap else asked
+
+    def build_canvas(self, request: InfillRequest, prompt: list[int], suffix_ids: list[int]) -> InfillCanvas:
+        fill = self.spec.mask_token_id if self.spec.noise_kind == "mask" else self.pad_id
+        if self.strategy(request) == "pad":
+            canvas = pad_fill_canvas(prompt, suffix_ids, self.runner.canvas_length, self.spec.suffix_head_tokens,
+                                     fill, self.pad_id)
+            if request.hole_tokens is not None:
+                fix_hole_length(canvas, request.hole_tokens, self.pad_id,
+                                tuple(t for t in (self.eos_id,) if t is not None))
+            return canvas
+        return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
+                                        fill, self.pad_id)
+
+    def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
+        """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
+        heal = healing.healing_tail(request.prefix) if request.heal else ""
+        prefix_ids = self.tokenize(request.prefix[:len(request.prefix) - len(heal)])
+        suffix = healing.split_suffix(request.suffix, heal)[1]
+        suffix_ids = self.tokenize(suffix) if request.use_suffix else []
+        prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
+        return prompt, self.build_canvas(request, prompt, suffix_ids), heal
+
+    def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
+        """The prompt's encoder cache (a decode view when reused) and how many tokens came from the prefix cache."""
+        if not reuse:
+            cache, _ = self.runner.encode(prompt)
+            return cache, 0
+        out = self.prefix_cache.encode(doc_key, prompt)
+        return out.cache, out.reused
+
+    def start(self, request: InfillRequest) -> StartedInfill:
+        request.started_at = time.monotonic()
+        t0 = time.perf_counter()
+        prompt, canvas, heal = self.prepare(request)
+        t_tok = ms(t0)
+        t1 = time.perf_counter()
+        cache, reused = self.encode_prompt(prompt, request.doc_key, request.reuse_prefix)
+        if canvas.batch_size > 1:
+            cache.batch_repeat_interleave(canvas.batch_size)  # the view's own tensors: the stored cache stays
+        t_enc = ms(t1)
+        generator = torch.Generator(device=self.runner.device).manual_seed(request.params.seed)
+        deadline = None
+        if request.params.deadline_ms is not None:
+            deadline = time.monotonic() + max(0.0, request.params.deadline_ms / 1000.0 - (time.perf_counter() - t0))
+        return StartedInfill(request, prompt, canvas, heal, cache, reused, generator, deadline, t0,
+                             {"tokenize": t_tok, "encode": t_enc})
+
+    # -- one request alone --------------------------------------------------------------------
+    def run(self, request: InfillRequest) -> InfillResult:
+        started = self.start(request)
+        t2 = time.perf_counter()
+        out = self.loop.run(started.canvas, started.cache, request.params, started.generator, request.cancel,
+                            started.deadline)
+        return self.finish(started, out, denoise_ms=ms(t2))
+
+    # -- finishing ----------------------------------------------------------------------------
+    def finish(self, started: StartedInfill, out: DenoiseOutcome, denoise_ms: float | None = None,
+               batch_rows: int = 1) -> InfillResult:
+        """The answer of a denoised request, timed and counted. `denoise_ms` None: all time after encoding."""
+        request = started.request
+        result = self.choose(started.canvas, out, started.heal)
+        if result.heal_mismatch and request.heal_retry and not (out.cancelled or request.cancel.is_set()):
+            # an explicit request gets an answer if the model has one: once more, alone, without healing
+            return self.run(dataclasses.replace(request, heal=False, heal_retry=False))
+        total = ms(started.t0)
+        done = started.timings["tokenize"] + started.timings["encode"]
+        result.timings_ms = {**started.timings, "denoise": total - done if denoise_ms is None else denoise_ms,
+                             "total": total}
+        result.prompt_tokens, result.reused_tokens = len(started.prompt), started.reused
+        result.batch_rows = batch_rows
+        self.count(result)
+        if not result.cancelled:
+            self.last_latency_ms = total
+        return result
+
+    def count(self, result: InfillResult) -> None:
+        st = self.stats
+        st["jobs"] += 1
+        st["promptTokens"] += result.prompt_tokens
+        st["reusedTokens"] += result.reused_tokens
+        st["encodeMs"] += result.timings_ms["encode"]
+        st["denoiseMs"] += result.timings_ms["denoise"]
+        st["steps"] += result.steps
+        st["deadlineHits"] += int(result.deadline_hit)
+        st["cancelled"] += int(result.cancelled)
+
+    def hole_ids_text(self, row: torch.LongTensor, hole: int) -> tuple[str, int]:
+        """The text of a row's hole (pads and special tokens dropped, cut at end-of-text) and its token count."""
+        ids = []
+        for t in row[:hole].tolist():
+            if t == self.eos_id:
+                break
+            if t != self.pad_id and t not in self.tokenizer.all_special_ids:
+                ids.append(t)
+        return self.tokenizer.decode(ids), len(ids)
+
+    def choose(self, canvas: InfillCanvas, out: DenoiseOutcome, heal: str = "") -> InfillResult:
+        """The best row of a denoised canvas by mean log-probability of its hole tokens."""
+        if out.cancelled or out.logits is None:
+            return InfillResult(text="", steps=out.steps, cancelled=out.cancelled, deadline_hit=out.deadline_hit)
+        logp = torch.log_softmax(out.logits.float(), dim=-1)
+        chosen = logp.gather(-1, out.canvas.unsqueeze(-1)).squeeze(-1)  # [B, L]
+        candidates, mismatches = [], 0
+        for row, hole in enumerate(canvas.hole_lengths):
+            text, n = self.hole_ids_text(out.canvas[row], hole)
+            healed = healing.unheal(text, heal)
+            if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
+                self.stats["healMismatches"] += 1
+                mismatches += 1
+                healed = ""
+            score = float(chosen[row, :hole].mean())
+            forwards = max(1, int(out.forwards_per_row[row]))
+            candidates.append((healed, score, n, hole, n / forwards))
+        best = max(candidates, key=lambda c: c[1])
+        return InfillResult(text=best[0], steps=out.steps, tokens_per_forward=best[4], generated_tokens=best[2],
+                            hole_length=best[3], score=best[1], deadline_hit=out.deadline_hit,
+                            candidates=[(c[0], c[1]) for c in candidates],
+                            heal_mismatch=mismatches == len(candidates))
