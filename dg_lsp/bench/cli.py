@@ -4,8 +4,8 @@
     dg-lsp bench humaneval [--split single-line|multi-line|random-span-light] [--data-dir DIR]
     dg-lsp bench tasks FILE.jsonl
     dg-lsp bench compare A.json B.json
-    dg-lsp bench gpu [--scale full,mid] [--compile off,on]   (speed on random weights: dg_lsp/bench/gpu.py)
-    dg-lsp bench typing [--docs 1,4] [--soak 5000]   (latency while typing, caches on vs off: bench/typing.py)
+    dg-lsp bench gpu [--scale full,mid] [--compile off,on]   (speed on random weights: bench/gpu/)
+    dg-lsp bench typing [--docs 1,4] [--soak 5000]   (latency while typing, caches on vs off: bench/typing/)
 
 Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (repeatable),
 --steps 4,8,16, --temperature, --entropy-bound, --length-strategy, --hole-lengths, --canvas,
@@ -18,21 +18,11 @@ import argparse
 import shlex
 import sys
 
-from dg_lsp.bench import executor, report
 from dg_lsp.bench.options import parse_setting, positive_ints
-from dg_lsp.bench.runners import RunSettings
-from dg_lsp.bench.tasks import HUMANEVAL_SPLITS, KINDS
-
-
-def parse_kinds(text: str, per_kind: int) -> dict[str, int]:
-    """`single-line=50,body` -> {"single-line": 50, "body": per_kind}; unknown kinds are an error."""
-    counts = {}
-    for item in filter(None, text.replace(" ", "").split(",")):
-        kind, _, count = item.partition("=")
-        if kind not in KINDS:
-            raise argparse.ArgumentTypeError(f"unknown hole kind {kind!r}; kinds: {', '.join(KINDS)}")
-        counts[kind] = int(count) if count else per_kind
-    return counts
+from dg_lsp.bench.quality import executor, report
+from dg_lsp.bench.quality.runners import RunSettings
+from dg_lsp.bench.quality.sources import load_tasks
+from dg_lsp.bench.quality.tasks import HUMANEVAL_SPLITS, KINDS
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -94,36 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_tasks(args) -> tuple[list, dict]:
-    from dg_lsp.bench import tasks as T
-
-    if args.command in ("repo", "heldout"):
-        from dg_lsp.bench.files import discover_many
-        from dg_lsp.bench.mining import mine
-
-        if args.command == "heldout":
-            from dg_lsp.train.corpus import HELD_OUT_PACKAGES, stdlib_dir
-
-            roots = [str(stdlib_dir() / name) for name in HELD_OUT_PACKAGES]
-        else:
-            roots = list(args.path)
-        languages = set(args.languages.split(",")) if args.languages else None
-        files = discover_many(roots, languages)
-        found = mine(files, parse_kinds(args.kinds, args.per_kind), seed=args.seed)
-        source = {"type": args.command, "path": ", ".join(roots), "split": None,
-                  "files": len(files)}
-    elif args.command == "humaneval":
-        found = T.load_humaneval(args.split, args.data_dir)
-        source = {"type": "humaneval", "path": args.data_dir or str(T.default_data_dir()), "split": args.split}
-    else:
-        found = T.load_tasks_jsonl(args.file)
-        source = {"type": "tasks", "path": args.file, "split": None}
-    source["seed"] = args.seed
-    return T.subsample(found, args.n, args.seed), source
-
-
 def run(args, argv: list[str]) -> int:
-    from dg_lsp.bench.harness import BenchOptions, run_benchmark
+    from dg_lsp.bench.quality.harness import BenchOptions, run_benchmark
 
     tasks, source = load_tasks(args)
     if not tasks:
@@ -140,7 +102,7 @@ def run(args, argv: list[str]) -> int:
     result = run_benchmark(tasks, options, source, command="dg-lsp bench " + shlex.join(argv))
     print(report.markdown_table(result["rows"]))
     if args.out:
-        from dg_lsp.bench.plots import write_plots
+        from dg_lsp.bench.quality.plots import write_plots
 
         report.write_json(result, args.out)
         written = [args.out] + [str(p) for p in write_plots(result, args.out)]
@@ -151,11 +113,11 @@ def run(args, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "gpu":  # its own options and parser
-        from dg_lsp.bench.gpu import main as gpu_main
+        from dg_lsp.bench.gpu.suite import main as gpu_main
 
         return gpu_main(argv[1:])
     if argv and argv[0] == "typing":  # its own options and parser
-        from dg_lsp.bench.typing import main as typing_main
+        from dg_lsp.bench.typing.suite import main as typing_main
 
         return typing_main(argv[1:])
     parser = build_parser()

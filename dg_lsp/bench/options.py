@@ -31,3 +31,14 @@ def parse_setting(text: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def subset_of(allowed: tuple[str, ...]):
+    """A `type=` for a comma-separated, non-empty subset of `allowed`: `off,on` -> ("off", "on")."""
+    def parse(text: str) -> tuple[str, ...]:
+        values = tuple(v.strip() for v in text.split(",") if v.strip())
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(allowed)}, got {text!r}")
+        return values
+    return parse

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from dg_lsp.bench.cli import main
-from dg_lsp.bench.tasks import default_data_dir
+from dg_lsp.bench.quality.tasks import default_data_dir
 
 ROW_FIELDS = ("label", "mode", "via", "max_steps", "kind", "language", "n", "exact_match", "edit_similarity",
               "pass_at_1", "syntax_valid", "errors", "latency_ms", "steps", "tokens_per_forward", "tokens_per_s",

@@ -1,6 +1,6 @@
 """Time ``extract_context`` on a generated Python file at random cursor positions.
 
-    python -m dg_lsp.context.bench [--lines 2000] [--positions 200] [--seed 0]
+    python -m dg_lsp.bench.diagnostics.context [--lines 2000] [--positions 200] [--seed 0]
 
 Prints the p50/p95/max latency in milliseconds as a JSON summary. Figures only:
 nothing is asserted.

@@ -1,7 +1,7 @@
 """Foundation figures: context extraction and canvas build time on a ~2,000-line Python file, and
 the `dg-lsp complete` time split into load / encode / denoise.
 
-    python -m dg_lsp.bench.foundation [--model DIR] [--positions 200] [--completes 5]
+    python -m dg_lsp.bench.diagnostics.foundation [--model DIR] [--positions 200] [--completes 5]
 
 Prints figures; asserts nothing. Without --model a tiny random model is built in a temp dir.
 """

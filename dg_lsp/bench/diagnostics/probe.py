@@ -1,6 +1,6 @@
 """Teacher-forced probe: how well do the diffusion head and the autoregressive head predict the reference answer?
 
-`python -m dg_lsp.bench.probe [--model DIR] [--split single-line | --heldout] [--n 300] [--seed 0]`
+`python -m dg_lsp.bench.diagnostics.probe [--model DIR] [--split single-line | --heldout] [--n 300] [--seed 0]`
 
 A diagnostic of why one decoding mode beats another, not a benchmark of the product. For every hole
 it takes the reference answer's tokens T (what the hole must hold, token healing included) and
@@ -101,7 +101,7 @@ def summarize(per_task: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.probe", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.probe", description=__doc__.split("\n")[0])
     p.add_argument("--model", default=None)
     p.add_argument("--split", default="single-line", help="HumanEval-Infilling split")
     p.add_argument("--heldout", action="store_true", help="single-line holes mined from the held-out stdlib packages")
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from dg_lsp.bench.cli import load_tasks
+    from dg_lsp.bench.quality.sources import load_tasks
     from dg_lsp.engine import Engine
 
     # the same holes as `dg-lsp bench heldout --kinds single-line --per-kind N --n N` / `bench humaneval --n N`

@@ -1,7 +1,7 @@
 """Denoising step time with reference sampling (torch.multinomial + torch.distributions entropy, as
 transformers' generate()) against the default CDF-inversion sampling, same run, alternating.
 
-    python -m dg_lsp.bench.sampling [--model DIR] [--reps 6] [--steps 16]
+    python -m dg_lsp.bench.diagnostics.sampling [--model DIR] [--reps 6] [--steps 16]
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dg_lsp.bench.sampling", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.sampling", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
     ap.add_argument("--reps", type=int, default=6)
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine.load(args.model, "cpu")
     try:
         engine.warmup(calibrate=False)
-        text = (Path(__file__).parents[1] / "engine" / "engine.py").read_text(encoding="utf-8")
+        text = (Path(__file__).parents[2] / "engine" / "engine.py").read_text(encoding="utf-8")
         per_step: dict[bool, list[float]] = {True: [], False: []}
         for _ in range(args.reps):
             for reference in (True, False):

@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from dg_lsp.bench.gpu_report import Report
+from dg_lsp.bench.gpu.report import Report
+from dg_lsp.bench.options import int_list, subset_of
 from dg_lsp.engine.canvas import pad_fill_canvas
 from dg_lsp.engine.denoise import DenoiseLoop
 from dg_lsp.engine.fast.ar import FixedAutoregressor
@@ -233,34 +234,20 @@ class ScaleBench:
             torch.cuda.empty_cache()
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.split(",") if v.strip())
-
-
-def _choices(allowed):
-    def parse(text: str) -> tuple[str, ...]:
-        values = tuple(v.strip() for v in text.split(",") if v.strip())
-        bad = [v for v in values if v not in allowed]
-        if bad or not values:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(allowed)}, got {text!r}")
-        return values
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     d = GpuBenchOptions()
     p = argparse.ArgumentParser(prog="dg-lsp bench gpu", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scale", type=_choices(tuple(SCALES)), default=d.scales,
+    p.add_argument("--scale", type=subset_of(tuple(SCALES)), default=d.scales,
                    help="model sizes, in order: full (26B-A4B), mid (6 of its 30 layers), small (CPU check)")
     p.add_argument("--device", default=d.device, help="auto|cpu|cuda")
     p.add_argument("--dtype", default=d.dtype, help="auto (bfloat16 on cuda, float32 on cpu)|float32|bfloat16")
-    p.add_argument("--compile", type=_choices(COMPILE_MODES), default=d.compile,
+    p.add_argument("--compile", type=subset_of(COMPILE_MODES), default=d.compile,
                    help="off = eager engine path, fixed = fixed shapes eager, on = fixed shapes compiled")
     p.add_argument("--compile-mode", default=d.compile_mode, help="torch.compile mode (default reduce-overhead)")
     p.add_argument("--prompt-tokens", type=int, default=d.prompt_tokens)
-    p.add_argument("--canvases", type=_ints, default=d.canvases, help="canvas widths of the one-forward timing")
+    p.add_argument("--canvases", type=int_list, default=d.canvases, help="canvas widths of the one-forward timing")
     p.add_argument("--e2e-canvas", type=int, default=d.e2e_canvas, help="canvas of the denoising runs")
-    p.add_argument("--steps", type=_ints, default=d.steps, help="fixed denoising step counts")
+    p.add_argument("--steps", type=int_list, default=d.steps, help="fixed denoising step counts")
     p.add_argument("--ar-tokens", type=int, default=d.ar_tokens, help="tokens of the autoregressive run")
     p.add_argument("--repeats", type=int, default=d.repeats, help="timed repeats of prefill and forward (median)")
     p.add_argument("--temperature", type=float, default=d.temperature)

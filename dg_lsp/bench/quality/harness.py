@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 
 from tqdm import tqdm
 
-from dg_lsp.bench import executor, report, scoring
-from dg_lsp.bench.runners import (AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, NoSuffixRunner,
+from dg_lsp.bench.quality import executor, report, scoring
+from dg_lsp.bench.quality.runners import (AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, NoSuffixRunner,
                                   OracleLengthRunner, RunSettings)
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.quality.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Config:
                "hole_lengths": list(s.hole_lengths), "canvas": s.canvas, "max_new_tokens": s.max_new_tokens,
                "heal": s.heal}
         if self.via == "lsp":  # the server chooses these itself; say what it was sent instead
-            from dg_lsp.bench.lsp_runner import server_settings
+            from dg_lsp.bench.quality.lsp_runner import server_settings
 
             out.update(hole_lengths=None, canvas=None, server_settings=server_settings(s, self.lsp_settings))
         return out
@@ -101,7 +101,7 @@ def make_runner(config: Config, options: BenchOptions, engines: _Engines):
     if config.mode == "oracle-length":
         return OracleLengthRunner(engines.get(), config.settings)
     if config.via == "lsp":
-        from dg_lsp.bench.lsp_runner import LspRunner
+        from dg_lsp.bench.quality.lsp_runner import LspRunner
 
         return LspRunner(options.model, config.settings, options.device, options.dtype,
                          extra_settings=options.lsp_settings)

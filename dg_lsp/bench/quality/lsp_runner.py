@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from dg_lsp.bench.lsp_client import LspClient
-from dg_lsp.bench.runners import Completion, RunSettings
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.quality.runners import Completion, RunSettings
+from dg_lsp.bench.quality.tasks import Task
 
 EXTENSION = {"python": ".py", "javascript": ".js", "typescript": ".ts", "tsx": ".tsx", "go": ".go",
              "rust": ".rs", "java": ".java", "c": ".c", "cpp": ".cpp"}

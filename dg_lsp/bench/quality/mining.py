@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from dg_lsp.bench.files import SourceFile
-from dg_lsp.bench.tasks import KINDS, Task
+from dg_lsp.bench.quality.files import SourceFile
+from dg_lsp.bench.quality.tasks import KINDS, Task
 from dg_lsp.context.languages import get_parser
 
 BLOCK_TYPES = frozenset({"block", "statement_block", "compound_statement", "statement_list"})

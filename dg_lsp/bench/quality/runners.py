@@ -11,7 +11,7 @@ import resource
 import time
 from dataclasses import dataclass, field
 
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.quality.tasks import Task
 
 LINE_KINDS = ("line-rest", "single-line")
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dg_lsp.bench import executor, metrics
-from dg_lsp.bench.runners import Completion
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.quality import executor
+from dg_lsp.bench import metrics
+from dg_lsp.bench.quality.runners import Completion
+from dg_lsp.bench.quality.tasks import Task
 
 
 def apply_completion(task: Task, completion: Completion) -> tuple[str, str]:

@@ -48,7 +48,7 @@ def default_data_dir() -> Path:
     """$DG_LSP_HUMANEVAL_DIR, else `<checkout>/../shared/data/humaneval-infilling` (where the data lives here)."""
     if os.environ.get("DG_LSP_HUMANEVAL_DIR"):
         return Path(os.environ["DG_LSP_HUMANEVAL_DIR"])
-    return Path(__file__).resolve().parents[3] / "shared" / "data" / "humaneval-infilling"
+    return Path(__file__).resolve().parents[4] / "shared" / "data" / "humaneval-infilling"
 
 
 def infer_kind(middle: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def package_sources(limit_bytes: int = 3_000_000) -> list[Path]:
     """The package's own Python files: real code, present wherever dg-lsp is installed."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     files, total = [], 0
     for path in sorted(root.rglob("*.py")):
         size = path.stat().st_size

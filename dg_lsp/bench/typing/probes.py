@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from dg_lsp.bench.typing_replay import TypingClient, _utf16_len
+from dg_lsp.bench.typing.replay import TypingClient, _utf16_len
 
 
 def _median_ms(fn, reps: int) -> float:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from dg_lsp.bench.metrics import percentile
 from dg_lsp.bench.options import int_list, parse_setting
-from dg_lsp.bench.typing_model import package_sources, resolve_model
-from dg_lsp.bench.typing_replay import RequestLog, TypingClient, make_script, type_all
-from dg_lsp.bench.typing_report import probe_table, soak_line, table
+from dg_lsp.bench.typing.model import package_sources, resolve_model
+from dg_lsp.bench.typing.replay import RequestLog, TypingClient, make_script, type_all
+from dg_lsp.bench.typing.report import probe_table, soak_line, table
 
 MODES = {"on": {"prefixCache": True, "completionCache": True, "batchDocuments": 0},
          "off": {"prefixCache": False, "completionCache": False, "batchDocuments": 1},
@@ -169,7 +169,7 @@ def summarize(raw: list[dict]) -> dict:
 
 
 def probes(opts: TypingOptions, model: str, files: list[Path]) -> dict:
-    from dg_lsp.bench.typing_probes import batch_probe, burst_probe, encode_probe
+    from dg_lsp.bench.typing.probes import batch_probe, burst_probe, encode_probe
     from dg_lsp.engine import Engine
 
     engine = Engine.load(model, opts.device)
@@ -199,7 +199,7 @@ def run(opts: TypingOptions, command: str) -> dict:
     report = {"schema": "dg-lsp-bench-typing/1", "command": command, "model": model, "model_kind": kind,
               "device": opts.device, "options": asdict(opts), "runs": runs, "raw_runs": raw, "probes": probe}
     if opts.soak:
-        from dg_lsp.bench.typing_probes import soak
+        from dg_lsp.bench.typing.probes import soak
 
         _say(opts, f"soak: {opts.soak} completions ...")
         client = _start_server(opts, model, "on")

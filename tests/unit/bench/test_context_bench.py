@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from dg_lsp.bench.diagnostics.context import BenchOptions, run, synthetic_python
 from dg_lsp.context import syntax_error_count
-from dg_lsp.context.bench import BenchOptions, run, synthetic_python
 import random
 
 

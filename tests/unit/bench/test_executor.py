@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from dg_lsp.bench.executor import Limits, humaneval_program, run_many, run_program
+from dg_lsp.bench.quality.executor import Limits, humaneval_program, run_many, run_program
 
 FAST = Limits(timeout_s=2.0, memory_mb=512)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dg_lsp.bench.harness import BenchOptions, _complete, plan, run_benchmark
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.quality.harness import BenchOptions, _complete, plan, run_benchmark
+from dg_lsp.bench.quality.tasks import Task
 
 TASK = Task("t", "single-line", "python", "def f():\n", "    return 1\n", "\nassert f() == 1\n",
             test="def check(candidate):\n    assert candidate() == 1\n", entry_point="f")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dg_lsp.bench.files import discover
-from dg_lsp.bench.mining import mine
-from dg_lsp.bench.tasks import KINDS
+from dg_lsp.bench.quality.files import discover
+from dg_lsp.bench.quality.mining import mine
+from dg_lsp.bench.quality.tasks import KINDS
 
 PY = '''import os
 
@@ -155,7 +155,7 @@ def test_files_that_do_not_parse_are_not_mined(tmp_path):
 
 def test_several_roots_keep_their_names_and_heldout_targets_the_held_out_stdlib(tmp_path):
     from dg_lsp.bench.cli import build_parser, load_tasks
-    from dg_lsp.bench.files import discover_many
+    from dg_lsp.bench.quality.files import discover_many
     from dg_lsp.train.corpus import HELD_OUT_PACKAGES
 
     for name in ("one", "two"):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dg_lsp.bench import probe
-from dg_lsp.bench.runners import OracleLengthRunner, RunSettings
-from dg_lsp.bench.tasks import Task
+from dg_lsp.bench.diagnostics import probe
+from dg_lsp.bench.quality.runners import OracleLengthRunner, RunSettings
+from dg_lsp.bench.quality.tasks import Task
 
 TASK = Task("t", "single-line", "python", "def f(x):\n", "    return x + 1\n", "    pass\n")
 

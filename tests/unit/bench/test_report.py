@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dg_lsp.bench import report
-from dg_lsp.bench.lsp_runner import LspRunner, offset_of, utf16_position
-from dg_lsp.bench.runners import Completion, shape_continuation
-from dg_lsp.bench.scoring import apply_completion, score
-from dg_lsp.bench.tasks import Task, infer_kind
+from dg_lsp.bench.quality import report
+from dg_lsp.bench.quality.lsp_runner import LspRunner, offset_of, utf16_position
+from dg_lsp.bench.quality.runners import Completion, shape_continuation
+from dg_lsp.bench.quality.scoring import apply_completion, score
+from dg_lsp.bench.quality.tasks import Task, infer_kind
 
 TASK = Task("t1", "line-rest", "python", prefix="def f(x):\n    return x", middle=" + 1", suffix="\n")
 
