@@ -28,6 +28,6 @@ vim.api.nvim_create_user_command('DgRestart', function()
 end, { desc = 'dg-lsp: restart the server' })
 
 vim.keymap.set('i', '<Plug>(dg-lsp-accept)', function()
-  require('dg_lsp').accept()
+  require('dg_lsp').accept_now()
 end, { desc = 'dg-lsp: accept the suggestion' })
 vim.keymap.set('x', '<Plug>(dg-lsp-fill)', ':DgFill<CR>', { silent = true, desc = 'dg-lsp: fill the selection' })

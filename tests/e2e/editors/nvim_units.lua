@@ -44,6 +44,16 @@ check('filetypes replace', cfg.filetypes, { 'lua' })
 check('settings merge', cfg.settings, { maxSteps = 4 })
 check('keymap off', cfg.keymaps.accept, false)
 check('no problems', problems, {})
+check('keymap override default', cfg.keymaps.override, false)
+vim.g.dg_lsp = { keymaps = { accept = '<C-l>', override = true } }
+cfg, problems = config.get()
+check('keymap set', cfg.keymaps, { accept = '<C-l>', override = true })
+check('keymap no problems', problems, {})
+for _, bad in ipairs({ { accept = 1 }, { accept = '' }, { override = 'yes' }, { tab = '<Tab>' } }) do
+  vim.g.dg_lsp = { keymaps = bad }
+  cfg, problems = config.get()
+  check('bad keymaps ' .. vim.inspect(bad), { cfg.keymaps, #problems }, { { accept = '<Tab>', override = false }, 1 })
+end
 vim.g.dg_lsp = { cmd = 'dg-lsp serve', ghost_text = 'ghost', colour = 1 }
 cfg, problems = config.get()
 check('bad cmd -> default', cfg.cmd, { 'dg-lsp', 'serve' })
@@ -52,7 +62,10 @@ check('three problems', #problems, 3)
 vim.g.dg_lsp = { ghost_text = 'fallback' }
 check('fallback forced', config.renderer(config.get()), 'fallback')
 vim.g.dg_lsp = nil
-check('auto on this Neovim', config.renderer(config.get()), config.has_native() and 'native' or 'fallback')
+check('auto is the plugin renderer', config.renderer(config.get()), 'fallback')
+vim.g.dg_lsp = { ghost_text = 'native' }
+check('native on this Neovim', config.renderer(config.get()), config.has_native() and 'native' or 'fallback')
+vim.g.dg_lsp = nil
 check('wants python', config.wants('python'), true)
 check('not markdown', config.wants('markdown'), false)
 

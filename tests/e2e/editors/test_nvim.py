@@ -61,7 +61,7 @@ def start_session(nvim, model: str, renderer: str, tmp: Path) -> tuple[subproces
     work = tmp / "example.py"
     work.write_text(SOURCE)
     out = tmp / "result.json"
-    config = {"cmd": server_cmd(model), "ghost_text": "fallback" if renderer == "fallback" else "auto"}
+    config = {"cmd": server_cmd(model), "ghost_text": renderer}
     env = nvim.env(
         tmp,
         DG_TEST_OUT=str(out),

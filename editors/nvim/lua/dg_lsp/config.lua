@@ -10,7 +10,8 @@ local M = {}
 ---@field settings table The `dgLsp` settings section (model, device, dtype, maxSteps, ...).
 ---@field ghost_text 'auto'|'native'|'fallback' Who renders suggestions.
 ---@field debounce_ms integer Delay before the fallback renderer asks (ms).
----@field keymaps { accept: string|false } Buffer-local insert-mode keys.
+---@field keymaps { accept: string|false, override: boolean } Buffer-local insert-mode keys;
+--- `override = false` leaves a key alone in a buffer that already maps it (another plugin).
 M.defaults = {
   cmd = { 'dg-lsp', 'serve' },
   cmd_env = nil,
@@ -22,7 +23,7 @@ M.defaults = {
   settings = {},
   ghost_text = 'auto',
   debounce_ms = 150,
-  keymaps = { accept = '<Tab>' },
+  keymaps = { accept = '<Tab>', override = false },
 }
 
 local function is_string_list(v, allow_empty)
@@ -49,7 +50,22 @@ local checks = {
     "'auto', 'native' or 'fallback'",
   },
   debounce_ms = { function(v) return type(v) == 'number' and v >= 0 end, 'a number >= 0' },
-  keymaps = { function(v) return type(v) == 'table' end, 'a table' },
+  keymaps = {
+    function(v)
+      if type(v) ~= 'table' then
+        return false
+      end
+      for k, item in pairs(v) do
+        local ok = (k == 'accept' and (item == false or (type(item) == 'string' and item ~= '')))
+          or (k == 'override' and type(item) == 'boolean')
+        if not ok then
+          return false
+        end
+      end
+      return true
+    end,
+    "a table { accept = '<Tab>' or false, override = false }",
+  },
 }
 
 local warned = {}
@@ -99,18 +115,18 @@ function M.has_native()
   return vim.fn.has('nvim-0.12') == 1 and pcall(require, 'vim.lsp.inline_completion')
 end
 
---- 'native' or 'fallback': who renders suggestions for `cfg`.
+--- 'native' or 'fallback': who renders suggestions for `cfg`. 'auto' picks the plugin's own
+--- renderer ('fallback'): Neovim 0.12's built-in one keeps an item made for an older cursor while
+--- you type, so it needs the guard in native.lua and still hides suggestions more often.
 ---@param cfg dg_lsp.Config
 function M.renderer(cfg)
-  if cfg.ghost_text == 'fallback' then
+  if cfg.ghost_text ~= 'native' then
     return 'fallback'
   end
   if M.has_native() then
     return 'native'
   end
-  if cfg.ghost_text == 'native' then
-    warn_once("ghost_text = 'native' needs Neovim 0.12+; using the built-in renderer")
-  end
+  warn_once("ghost_text = 'native' needs Neovim 0.12+; using the plugin's renderer")
   return 'fallback'
 end
 

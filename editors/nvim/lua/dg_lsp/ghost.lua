@@ -1,4 +1,5 @@
---- Built-in ghost-text renderer for Neovim 0.10/0.11 (or when `ghost_text = 'fallback'`).
+--- The plugin's own ghost-text renderer: the default ('auto' and 'fallback'), and the only one
+--- on Neovim 0.10/0.11.
 ---
 --- In insert mode, every cursor move or edit hides the suggestion, cancels the request in
 --- flight and, after `debounce_ms`, asks `textDocument/inlineCompletion` again. An answer
@@ -173,8 +174,34 @@ function M.visible(bufnr)
     and state.suggestion.tick == api.nvim_buf_get_changedtick(bufnr)
 end
 
+local function apply(bufnr, s)
+  local r = s.range
+  api.nvim_buf_set_text(bufnr, r[1], r[2], r[3], r[4], s.lines)
+  local last = s.lines[#s.lines]
+  local col = (#s.lines == 1 and r[2] or 0) + #last
+  if api.nvim_get_current_buf() == bufnr then
+    api.nvim_win_set_cursor(0, { r[1] + #s.lines, col })
+  end
+  local client = s.command and vim.lsp.get_client_by_id(s.client_id)
+  if client then
+    lsp.request(client, 'workspace/executeCommand', s.command, nil, bufnr)
+  end
+end
+
+--- Insert the shown suggestion now (not allowed inside an `<expr>` mapping). Returns false when
+--- there is none.
+function M.accept_now(bufnr)
+  if not M.visible(bufnr) then
+    return false
+  end
+  local s = buffers[bufnr].suggestion
+  M.dismiss(bufnr)
+  apply(bufnr, s)
+  return true
+end
+
 --- Insert the shown suggestion. Returns false when there is none. The edit is scheduled, so
---- this can run inside an `<expr>` mapping.
+--- this can run inside an `<expr>` mapping; it is dropped if the buffer changes in between.
 function M.accept(bufnr)
   if not M.visible(bufnr) then
     return false
@@ -182,16 +209,8 @@ function M.accept(bufnr)
   local s = buffers[bufnr].suggestion
   M.dismiss(bufnr)
   vim.schedule(function()
-    local r = s.range
-    api.nvim_buf_set_text(bufnr, r[1], r[2], r[3], r[4], s.lines)
-    local last = s.lines[#s.lines]
-    local col = (#s.lines == 1 and r[2] or 0) + #last
-    if api.nvim_get_current_buf() == bufnr then
-      api.nvim_win_set_cursor(0, { r[1] + #s.lines, col })
-    end
-    local client = s.command and vim.lsp.get_client_by_id(s.client_id)
-    if client then
-      lsp.request(client, 'workspace/executeCommand', s.command, nil, bufnr)
+    if api.nvim_buf_is_valid(bufnr) and api.nvim_buf_get_changedtick(bufnr) == s.tick then
+      apply(bufnr, s)
     end
   end)
   return true

@@ -14,26 +14,79 @@ local function notify(msg, level)
   vim.notify('dg-lsp: ' .. msg, level or vim.log.levels.INFO)
 end
 
+local function resolve(bufnr)
+  return (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+end
+
 --- Insert the shown suggestion in `bufnr` (default: current). Returns false when none is shown.
+--- The edit is scheduled, so this can be called from an `<expr>` mapping.
 function M.accept(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  bufnr = resolve(bufnr)
   if renderers[bufnr] == 'native' then
-    return vim.lsp.inline_completion.get({ bufnr = bufnr })
+    return require('dg_lsp.native').accept(bufnr)
   end
   return require('dg_lsp.ghost').accept(bufnr)
 end
 
+--- Whether a suggestion that fits the buffer as it is now is shown in `bufnr`.
+function M.visible(bufnr)
+  bufnr = resolve(bufnr)
+  if renderers[bufnr] == 'native' then
+    return require('dg_lsp.native').fresh(bufnr)
+  end
+  return require('dg_lsp.ghost').visible(bufnr)
+end
+
+--- Insert the shown suggestion now, if any (not from an `<expr>` mapping). With `key`, type
+--- that key instead when there is no suggestion. Used by the accept mapping.
+function M.accept_now(bufnr, key)
+  bufnr = resolve(bufnr)
+  local done
+  if renderers[bufnr] == 'native' then
+    done = require('dg_lsp.native').accept(bufnr)
+  else
+    done = require('dg_lsp.ghost').accept_now(bufnr)
+  end
+  if not done and key then
+    api.nvim_feedkeys(vim.keycode(key), 'nit', false)
+  end
+  return done
+end
+
+local MAP_DESC = 'dg-lsp: accept the suggestion'
+
+--- Buffers where the accept key was left alone because another mapping had it: bufnr -> key.
+---@type table<integer, string>
+M.unmapped = {}
+
+--- The buffer-local insert-mode mapping of `key` in `bufnr` made by someone else, or nil.
+local function foreign_mapping(bufnr, key)
+  local want = vim.keycode(key)
+  for _, m in ipairs(api.nvim_buf_get_keymap(bufnr, 'i')) do
+    if vim.keycode(m.lhs) == want and m.desc ~= MAP_DESC then
+      return m
+    end
+  end
+end
+
 local function set_keymaps(bufnr, cfg)
   local key = cfg.keymaps.accept
+  M.unmapped[bufnr] = nil
   if not key then
     return
   end
+  if not cfg.keymaps.override and foreign_mapping(bufnr, key) then
+    M.unmapped[bufnr] = key
+    return
+  end
+  -- The edit runs from <Cmd>, in order with the keys typed after the accept key; a plain `key`
+  -- when no suggestion fits the buffer as it is now.
   vim.keymap.set('i', key, function()
-    if M.accept(bufnr) then
-      return ''
+    if M.visible(bufnr) then
+      return ('<Cmd>lua require("dg_lsp").accept_now(%d)<CR>'):format(bufnr)
     end
     return key
-  end, { buffer = bufnr, expr = true, desc = 'dg-lsp: accept the suggestion' })
+  end, { buffer = bufnr, expr = true, desc = MAP_DESC })
 end
 
 local function on_attach(client, bufnr)
@@ -41,7 +94,7 @@ local function on_attach(client, bufnr)
   local renderer = config.renderer(cfg)
   renderers[bufnr] = renderer
   if renderer == 'native' then
-    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+    require('dg_lsp.native').enable(bufnr)
   else
     require('dg_lsp.ghost').enable(bufnr, cfg)
   end
@@ -59,7 +112,7 @@ end
 
 --- The renderer a buffer uses ('native', 'fallback'), or nil when not attached.
 function M.renderer(bufnr)
-  return renderers[(bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr]
+  return renderers[resolve(bufnr)]
 end
 
 --- Regenerate a range with the text around it as context; the server applies the edit.
