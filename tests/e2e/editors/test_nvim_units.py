@@ -19,3 +19,26 @@ def test_plugin_units(nvim, tmp_path):
     result = json.loads(out.read_text())
     assert result["failed"] == [], "\n".join(result["failed"])
     assert len(result["passed"]) >= 20
+
+
+def test_readme_installs_like_the_top_readme():
+    """The Neovim README pins torch first, as the top README does (a plain torch can pull CUDA)."""
+    import re
+
+    top = (REPO / "README.md").read_text()
+    pin = re.search(r"pip install (torch==[0-9.]+) && \.venv/bin/pip install -e ", top)
+    assert pin, "the top README's install line changed; update this test and editors/nvim/README.md"
+    nvim_readme = (REPO / "editors" / "nvim" / "README.md").read_text()
+    assert f".venv/bin/pip install {pin.group(1)} && .venv/bin/pip install -e ." in nvim_readme
+    assert pin.group(1) in (REPO / "editors" / "nvim" / "doc" / "dg_lsp.txt").read_text()
+
+
+def test_helptags_output_is_ignored():
+    import shutil
+
+    import pytest
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    proc = subprocess.run(["git", "check-ignore", "-q", "editors/nvim/doc/tags"], cwd=REPO, timeout=30)
+    assert proc.returncode == 0, "editors/nvim/doc/tags (written by :helptags ALL) is not git-ignored"

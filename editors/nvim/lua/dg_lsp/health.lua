@@ -12,9 +12,10 @@ local function check_neovim()
   if vim.fn.has('nvim-0.10') == 0 then
     health.error(('Neovim %s is too old'):format(version), { 'dg_lsp needs Neovim 0.10 or newer' })
   elseif config.has_native() then
-    health.ok(('Neovim %s: vim.lsp.inline_completion is available'):format(version))
+    health.ok(('Neovim %s: vim.lsp.inline_completion is available (used with ghost_text = %q)'):format(
+      version, 'native'))
   else
-    health.ok(('Neovim %s: suggestions use the built-in ghost-text renderer'):format(version))
+    health.ok(('Neovim %s: suggestions use the plugin\'s ghost-text renderer'):format(version))
   end
 end
 
@@ -29,7 +30,14 @@ local function check_config(cfg, problems)
   health.info(('renderer: %s (ghost_text = %q)'):format(config.renderer(cfg), cfg.ghost_text))
   health.info('filetypes: ' .. table.concat(cfg.filetypes, ', '))
   local key = cfg.keymaps.accept
-  health.info('accept key: ' .. (key or 'none (map <Plug>(dg-lsp-accept) yourself)'))
+  health.info('accept key: ' .. (key or 'none (map <Plug>(dg-lsp-accept) yourself)')
+    .. (key and cfg.keymaps.override and ' (override = true)' or ''))
+  for bufnr, k in pairs(require('dg_lsp').unmapped) do
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      health.info(('buffer %d: %s left to the mapping another plugin made there (keymaps.override = true'
+        .. " maps it anyway; or call require('dg_lsp').accept() from that mapping)"):format(bufnr, k))
+    end
+  end
 end
 
 local function check_command(cfg)
