@@ -21,6 +21,8 @@ PLUGIN = REPO / "editors" / "nvim"
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
 RENDERERS = ["native", "fallback"]
 TIMEOUT_S = 150
+# The module fixture (every session at once) runs inside the first test's timeout.
+pytestmark = pytest.mark.timeout(TIMEOUT_S + 60)
 
 SOURCE = '''def add(a, b):
     return a + b

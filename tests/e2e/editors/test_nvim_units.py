@@ -7,7 +7,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO
+
+pytestmark = pytest.mark.timeout(120)
 
 
 def test_plugin_units(nvim, tmp_path):
@@ -35,8 +39,6 @@ def test_readme_installs_like_the_top_readme():
 
 def test_helptags_output_is_ignored():
     import shutil
-
-    import pytest
 
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
