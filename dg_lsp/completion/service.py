@@ -1,6 +1,6 @@
 """CompletionService: document snapshot + position -> context -> engine -> finished text.
 
-One service lives as long as its engine and keeps what makes typing fast (DESIGN.md §2):
+One service lives as long as its engine and keeps what makes typing fast (docs/ARCHITECTURE.md, section 2):
 - each document has at most one request waiting and one computation; a newer request
   answers the older one empty at once (`DocumentSlots`);
 - recent suggestions are served again for the same context, and typed through: typing the

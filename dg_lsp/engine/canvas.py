@@ -2,7 +2,7 @@
 
 Pure tensor bookkeeping, no model. The same layout serves a cursor (empty hole in the
 document) and a selection to replace (the selection is the hole). Two builders, one per
-length strategy of DESIGN.md §2: pad-fill (one row; the model pads the unused tail) and a
+length strategy (docs/ARCHITECTURE.md, section 3): pad-fill (one row; the model pads the unused tail) and a
 batch of hole-length candidates (one row per length, scored after denoising).
 """
 

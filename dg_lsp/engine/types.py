@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class DenoiseParams:
-    """Knobs of the denoising loop (DESIGN.md §1). `temperature` is the start of the linear
+    """Knobs of the denoising loop (docs/ARCHITECTURE.md, section 3). `temperature` is the start of the linear
     schedule (t_max); the schedule ends at `temperature * t_min_ratio`. temperature == 0 is greedy."""
 
     max_steps: int = 16
