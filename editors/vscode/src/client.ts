@@ -13,7 +13,6 @@ import {
   LanguageClientOptions,
   ServerOptions,
   State,
-  TransportKind,
   WorkDoneProgress,
   WorkDoneProgressCreateRequest,
 } from 'vscode-languageclient/node';
@@ -44,7 +43,8 @@ export class DgLspClient implements vscode.Disposable {
     const serverOptions: ServerOptions = {
       command: server.command,
       args: server.args,
-      transport: TransportKind.stdio,
+      // stdio, with no `transport` key: `TransportKind.stdio` would append `--stdio` to the
+      // command line, which `dg-lsp serve` rejects (found by the code-server test).
       options: { env: { ...process.env, ...settings.launch.env } },
     };
     const client = new LanguageClient('dgLsp', 'dg-lsp', serverOptions, this.clientOptions(settings.server));
