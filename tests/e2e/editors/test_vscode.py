@@ -2,7 +2,7 @@
 @vscode/vsce) and `npm test` (node:test on the pure modules plus the protocol smoke test against
 the real server with the tiny model). Skipped when node/npm are not installed.
 
-VS Code itself is not available here, so this is as far as the extension is exercised.
+The extension inside a real VS Code (code-server in headless Chromium) is test_vscode_codeserver.py.
 """
 
 from __future__ import annotations

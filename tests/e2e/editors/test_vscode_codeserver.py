@@ -1,0 +1,111 @@
+"""The VS Code extension inside a real VS Code: code-server in headless Chromium, driven by
+playwright-core (editors/vscode/e2e/codeserver.mjs).
+
+The built .vsix is installed into code-server, a Python file is opened, the real server
+(`python -m dg_lsp serve --device cpu` on the embedded default model) draws ghost text after a
+typed character, Tab accepts it, and the editor and the saved file hold exactly the text that was
+shown. code-server, Node 24 and playwright-core come from editors/vscode/e2e/install.sh (run by
+.ci/run) in a cache folder outside the checkout; Chromium is Debian's /usr/bin/chromium. Each
+missing piece skips the test and says which.
+
+`DG_LSP_UPDATE_SCREENSHOT=1` also writes the screenshot (ghost text shown, before Tab) to
+docs/vscode-codeserver.png.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, has_default_model, npm, server_cmd
+from .test_vscode import VSCODE, node_modules, run  # noqa: F401  (node_modules is a fixture)
+
+CACHE = Path(os.environ.get("DG_LSP_VSCODE_E2E", Path.home() / ".cache" / "dg-lsp" / "vscode-e2e"))
+CHROMIUM = Path("/usr/bin/chromium")
+DRIVER = VSCODE / "e2e" / "codeserver.mjs"
+INSTALL = "bash editors/vscode/e2e/install.sh"
+TIMEOUT_S = 300
+
+
+def missing() -> str | None:
+    """Why the test cannot run here, or None."""
+    if npm() is None:
+        return "node and npm are not installed: the .vsix cannot be built"
+    if not CHROMIUM.is_file():
+        return f"Debian's chromium is not installed ({CHROMIUM}): apt-get install -y chromium, or {INSTALL}"
+    failed = CACHE / "install-failed.log"
+    if failed.is_file():
+        tail = failed.read_text(errors="replace").strip().splitlines()[-3:]
+        return f"{INSTALL} failed (log: {failed}): " + " | ".join(tail)
+    for what, path in [
+        ("Node 24", CACHE / "node" / "bin" / "node"),
+        ("code-server", CACHE / "node_modules" / "code-server" / "package.json"),
+        ("playwright-core", CACHE / "node_modules" / "playwright-core" / "package.json"),
+    ]:
+        if not path.is_file():
+            return f"{what} is not installed ({path} is missing): run {INSTALL}"
+    if not has_default_model():
+        return "the embedded default model (dg_lsp/model/default) is not in the tree"
+    return None
+
+
+REASON = missing()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+def run_driver(config: dict) -> tuple[int, str, str]:
+    """The node driver in its own process group, killed whole (code-server, Chromium, the
+    language server) if it outlives its timeout."""
+    proc = subprocess.Popen(
+        [str(CACHE / "node" / "bin" / "node"), str(DRIVER), json.dumps(config)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the code-server driver ran past {TIMEOUT_S + 30}s\n{out[-4000:]}\n{err[-4000:]}")
+    return proc.returncode, out, err
+
+
+def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path):  # noqa: F811
+    run("run", "package")
+    vsix = VSCODE / "dg-lsp.vsix"
+    screenshot = tmp_path / "vscode-codeserver.png"
+    work = tmp_path / "code-server"
+    work.mkdir()
+    config = {
+        "cache": str(CACHE),
+        "vsix": str(vsix),
+        "chromium": str(CHROMIUM),
+        "serverCommand": server_cmd("default"),
+        "work": str(work),
+        "screenshot": str(screenshot),
+        "failureScreenshot": str(tmp_path / "failure.png"),
+        "timeoutS": TIMEOUT_S,
+    }
+    rc, out, err = run_driver(config)
+    assert rc == 0, f"driver failed ({rc}); screenshot {tmp_path / 'failure.png'}\n{out[-6000:]}\n{err[-3000:]}"
+    result = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT "):])
+
+    # The file opened in the editor, and typing reached it.
+    assert result["before"].endswith("\n    return ")
+    assert result["typed"] == result["before"] + "a"
+    # Ghost text came from the server...
+    ghost = result["ghost"]
+    assert ghost.strip(), result
+    # ...Tab inserted exactly that text at the cursor (the end of the file)...
+    assert result["after"] == result["typed"] + ghost, result
+    # ...and the saved file is the editor's buffer.
+    assert result["file"] == result["after"]
+
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+    if os.environ.get("DG_LSP_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(screenshot, REPO / "docs" / "vscode-codeserver.png")
+    print(f"ghost text: {ghost!r}; timings (s): {result['timings']}")
