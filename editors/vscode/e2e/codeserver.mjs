@@ -203,9 +203,11 @@ async function main() {
     } catch { /* next attempt */ }
   }
   if (!ghost) throw new Error('no ghost text appeared');
+  await new Promise((r) => setTimeout(r, 300)); // let the ghost text settle (and be drawn whole)
+  ghost = await ghostText(page);
+  if (!ghost.trim()) throw new Error('the ghost text went away before Tab');
   const typed = await editorText(page);
   mark('ghost', JSON.stringify(ghost));
-  await new Promise((r) => setTimeout(r, 300)); // let the ghost text settle for the picture
   if (cfg.screenshot) await page.screenshot({ path: cfg.screenshot });
 
   // 7. Tab accepts; save; read the editor and the file.
@@ -217,7 +219,13 @@ async function main() {
   const file = fs.readFileSync(demo, 'utf8');
   mark('accepted', 'Tab, then saved');
 
-  const result = { ghost, before, typed, after, file, expectedTypedLine: PREFIX.at(-1) + TYPED, timings };
+  // The status item shows the server's last latency once it has answered a completion.
+  const statusText = await until('a latency in the dg-lsp status item', async () => {
+    const text = (await status.first().innerText()).trim();
+    return /\d+ ms/.test(text) ? text : '';
+  }, 15_000);
+
+  const result = { ghost, before, typed, after, file, statusText, timings };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -104,6 +105,8 @@ def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path)
     assert result["after"] == result["typed"] + ghost, result
     # ...and the saved file is the editor's buffer.
     assert result["file"] == result["after"]
+    # The extension's status item reports the server's latency for it.
+    assert re.fullmatch(r"dg-lsp \d+ ms", result["statusText"]), result["statusText"]
 
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000
     if os.environ.get("DG_LSP_UPDATE_SCREENSHOT") == "1":
