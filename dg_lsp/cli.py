@@ -18,6 +18,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline-ms", type=float, default=None,
                    help="step budget per completion (serve default: 1000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
+    p.add_argument("--allow-pickle-weights", action="store_true",
+                   help="also load pickled weights (.bin, which can run code); default: safetensors only")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for torch (default 1: on a busy 2-core machine 2 threads made a decoder "
                         "step 20x slower from oversubscription; $DG_LSP_THREADS overrides)")
@@ -29,7 +31,7 @@ def _settings(args, no_deadline_by_default: bool = False):
     from dg_lsp.config import Settings, merge
 
     raw = {"model": args.model, "device": args.device, "dtype": args.dtype,
-           "trustRemoteCode": args.trust_remote_code}
+           "trustRemoteCode": args.trust_remote_code, "allowPickleWeights": args.allow_pickle_weights}
     if args.max_steps is not None:
         raw["maxSteps"] = args.max_steps
     if args.temperature is not None:

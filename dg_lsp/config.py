@@ -34,7 +34,8 @@ class Settings:
     max_lines: int = 8  # at most this many lines in one inline suggestion
     max_document_chars: int = 20_000_000  # larger documents get no completions
     seed: int = 0
-    trust_remote_code: bool = False
+    trust_remote_code: bool = False  # command line only (--trust-remote-code), never from a client
+    allow_pickle_weights: bool = False  # command line only (--allow-pickle-weights): also load pickled .bin weights
     prefix_cache: bool = True  # reuse a document's encoder cache where the next prompt agrees with it
     completion_cache: bool = True  # recent suggestions, typing-through, taking over in-flight computations
     debounce_ms: float = 0.0  # an automatic request waits this long for a newer one before it computes
@@ -42,6 +43,9 @@ class Settings:
     # a shared forward is nearly free), 1 = never, N = up to N rows always
     batch_documents: int = 0
 
+
+# Settings a client can never set: they decide whether code from the model directory runs.
+CLI_ONLY = frozenset({"trust_remote_code", "allow_pickle_weights"})
 
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
             "length_strategy": ("auto", "pad", "search")}
@@ -84,8 +88,9 @@ def _coerce(name: str, ftype: str, value: Any) -> Any:
     return value
 
 
-def merge(base: Settings, raw: dict[str, Any] | None) -> tuple[Settings, list[str]]:
-    """Apply camelCase (or snake_case) keys over `base`. Returns the new settings and error messages."""
+def merge(base: Settings, raw: dict[str, Any] | None, from_client: bool = False) -> tuple[Settings, list[str]]:
+    """Apply camelCase (or snake_case) keys over `base`. Returns the new settings and error messages.
+    `from_client`: the keys come from an LSP client, which may not set the CLI_ONLY settings."""
     if not raw:
         return base, []
     if not isinstance(raw, dict):
@@ -99,6 +104,11 @@ def merge(base: Settings, raw: dict[str, Any] | None) -> tuple[Settings, list[st
         if name not in types_:
             errors.append(f"unknown setting {SECTION}.{key}")
             continue
+        if from_client and name in CLI_ONLY:
+            if value != getattr(base, name):
+                errors.append(f"{SECTION}.{key} cannot be set by the editor (only by the dg-lsp command line); "
+                              f"keeping {getattr(base, name)!r}")
+            continue
         try:
             changes[name] = _coerce(name, types_[name], value)
         except ValueError as exc:
@@ -110,7 +120,8 @@ def merge(base: Settings, raw: dict[str, Any] | None) -> tuple[Settings, list[st
 
 def engine_key(settings: Settings) -> tuple:
     """Settings that need a model reload when they change."""
-    return (settings.model, settings.device, settings.dtype, settings.trust_remote_code)
+    return (settings.model, settings.device, settings.dtype, settings.trust_remote_code,
+            settings.allow_pickle_weights)
 
 
 def camel_case(name: str) -> str:

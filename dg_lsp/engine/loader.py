@@ -63,8 +63,10 @@ def pick_dtype(dtype: str, device: str):
 
 
 def load_model(model: str | None = None, device: str = "auto", dtype: str = "auto",
-               trust_remote_code: bool = False, quantization: str = "none") -> LoadedModel:
+               trust_remote_code: bool = False, quantization: str = "none",
+               allow_pickle_weights: bool = False) -> LoadedModel:
     """Load weights, tokenizer and infill spec. Raises ModelLoadError with a clear message.
+    Weights load from safetensors only (a pickled `.bin` runs code) unless `allow_pickle_weights`.
     `quantization`: "none" | "nf4" (bitsandbytes 4-bit on CUDA, the `gpu` extra; see engine/fast/quant.py)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -80,7 +82,8 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True,
                                                   trust_remote_code=trust_remote_code)
         net = DiffusionGemmaForBlockDiffusion.from_pretrained(
-            str(path), local_files_only=True, dtype=torch_dtype, trust_remote_code=trust_remote_code, **quant_kwargs)
+            str(path), local_files_only=True, dtype=torch_dtype, trust_remote_code=trust_remote_code,
+            use_safetensors=None if allow_pickle_weights else True, **quant_kwargs)
     except Exception as exc:  # noqa: BLE001 - any failure here is a load failure for the user
         raise ModelLoadError(f"failed to load model from {path}: {type(exc).__name__}: {exc}") from exc
     if not quant_kwargs:  # a quantized model is placed by its device_map and cannot be moved
