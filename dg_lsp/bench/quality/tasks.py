@@ -44,11 +44,14 @@ class Task:
         return asdict(self)
 
 
+DATA_DIR = Path(__file__).resolve().parent / "data"  # shipped with the package (data/README.md, MIT)
+
+
 def default_data_dir() -> Path:
-    """$DG_LSP_HUMANEVAL_DIR, else `<checkout>/../shared/data/humaneval-infilling` (where the data lives here)."""
+    """$DG_LSP_HUMANEVAL_DIR, else the copy shipped in the package (`bench/quality/data/`)."""
     if os.environ.get("DG_LSP_HUMANEVAL_DIR"):
         return Path(os.environ["DG_LSP_HUMANEVAL_DIR"])
-    return Path(__file__).resolve().parents[4] / "shared" / "data" / "humaneval-infilling"
+    return DATA_DIR
 
 
 def infer_kind(middle: str) -> str:
@@ -94,7 +97,9 @@ def load_humaneval(split: str, data_dir: str | Path | None = None) -> list[Task]
         raise ValueError(f"unknown split {split!r}; choose from {sorted(HUMANEVAL_SPLITS)}")
     path = Path(data_dir or default_data_dir()) / HUMANEVAL_SPLITS[split]
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (use --data-dir)")
+        where = "--data-dir" if data_dir else "$DG_LSP_HUMANEVAL_DIR" if os.environ.get("DG_LSP_HUMANEVAL_DIR") else \
+            "the package data (reinstall dg-lsp)"
+        raise FileNotFoundError(f"{path} not found (from {where})")
     return load_tasks_jsonl(path, kind=_SPLIT_KIND[split])
 
 
