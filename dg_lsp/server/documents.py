@@ -18,35 +18,34 @@ import time
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
-
 from dg_lsp.context import language_for_path
 
+from .lines import LspDocument
 from .positions import to_server
 
 log = logging.getLogger(__name__)
 
 
-def _offset(lines, codec, position: types.Position) -> int:
-    line, column = to_server(lines, codec, position)  # clamped into the document
-    return sum(len(x) for x in lines[:line]) + column
+def new_document(uri: str, text: str, version: int | None, language_id: str | None, codec) -> LspDocument:
+    return LspDocument(uri, source=text, version=version, language_id=language_id, position_codec=codec)
 
 
-def apply_change(doc: TextDocument, change) -> None:
-    """Apply one content change to `doc`, clamping an out-of-range incremental edit."""
+def apply_change(doc: LspDocument, change) -> None:
+    """Apply one content change to `doc`, clamping an out-of-range incremental edit. Only the lines the
+    edit touches are re-split (server/lines.py)."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
         doc._source = change.text  # noqa: SLF001 - pygls has no public setter
         return
-    source, lines, codec = doc.source, doc.lines, doc.position_codec
-    start = _offset(lines, codec, change.range.start)
-    end = _offset(lines, codec, change.range.end)
+    lines, codec = doc.lines, doc.position_codec
+    start = to_server(lines, codec, change.range.start)  # clamped into the document
+    end = to_server(lines, codec, change.range.end)
     if end < start:
         log.warning("didChange range ends before it starts in %s; applying it reversed", doc.uri)
         start, end = end, start
-    doc._source = source[:start] + change.text + source[end:]  # noqa: SLF001
+    doc.replace(start, end, change.text)
 
 
-def read_unopened(uri: str, codec, max_chars: int) -> TextDocument | None:
+def read_unopened(uri: str, codec, max_chars: int) -> LspDocument | None:
     """A document for a `file:` URI the client has not opened, or None."""
     path = to_fs_path(uri) if uri.startswith("file:") else None
     try:
@@ -57,7 +56,7 @@ def read_unopened(uri: str, codec, max_chars: int) -> TextDocument | None:
     except OSError as exc:
         log.warning("cannot read %s: %s", uri, exc)
         return None
-    return TextDocument(uri, source=text, language_id=language_for_path(path), position_codec=codec)
+    return new_document(uri, text, None, language_for_path(path), codec)
 
 
 def process_usage() -> dict:

@@ -16,7 +16,6 @@ log = logging.getLogger(__name__)
 
 FILL_SELECTION = "dgLsp.fillSelection"
 STATUS = "dgLsp.status"
-APPLY_EDIT_TIMEOUT_S = 60.0
 
 
 def _range_from(obj) -> types.Range:
@@ -33,6 +32,9 @@ def register(server: DgLspServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: DgLspServer, params: types.InitializedParams):
+        # Start loading now, on the command line's and initializationOptions' settings (issue 14.12); the
+        # workspace configuration's answer reloads only if it changes the model settings.
+        ls.apply_settings(None)
         ls.apply_settings(await ls.fetch_workspace_config())
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -70,19 +72,15 @@ def register(server: DgLspServer) -> None:
             uri, rng = arg["uri"], _range_from(arg)
         except (IndexError, KeyError, TypeError, ValueError):
             log.warning("%s needs [{uri, range}], got %r", FILL_SELECTION, args)
-            return {"applied": False, "error": "expected arguments [{uri, range}]"}
-        answer = await ls.complete_at(uri, rng.start, rng.end, automatic=False, queue_key=f"fill:{uri}")
-        if answer is None:
-            return {"applied": False, "error": "no completion (document not open, or model unavailable)"}
-        completion, edit_range = answer
-        edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=edit_range, new_text=completion.text)]})
+            return {"applied": False, "reason": "expected arguments [{uri, range}]",
+                    "error": "expected arguments [{uri, range}]"}
         try:
-            result = await asyncio.wait_for(ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label="dg-lsp fill")), timeout=APPLY_EDIT_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - a client that fails or never answers: not applied
-            log.warning("workspace/applyEdit failed: %s", exc)
-            result = None
-        return {"applied": bool(result and result.applied), "text": completion.text}
+            return await ls.fill_selection(uri, rng)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad request never kills the server
+            log.exception("fill failed")
+            return {"applied": False, "reason": f"the fill failed: {exc}", "error": f"the fill failed: {exc}"}
 
     @server.command(STATUS)
     def status(ls: DgLspServer, *args):
@@ -90,7 +88,7 @@ def register(server: DgLspServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DgLspServer, *args):
-        ls.holder.close()
+        ls.close()
 
 
 def build_server(settings: Settings) -> DgLspServer:

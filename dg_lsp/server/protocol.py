@@ -10,6 +10,10 @@
    it, and whoever awaits the answer waits forever).
 5. didChange applies edits leniently (`documents.apply_change`) and ignores documents that
    are not open, instead of raising half-way through.
+6. Documents are `LspDocument`s (server/lines.py): lines split only where LSP splits them, and
+   an edit re-splits only the lines it touches.
+7. After `shutdown`, requests get InvalidRequest (pygls drops them unanswered); notifications
+   other than `exit` are dropped.
 Server-side errors outside requests are logged, not shown (`DgLspServer.report_server_error`).
 """
 
@@ -23,7 +27,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from .documents import apply_change
+from .documents import apply_change, new_document
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,10 @@ class DgLspProtocol(LanguageServerProtocol):
             if method is not None:
                 self._reject(getattr(message, "id", None), JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
             return None
+        if method is not None and self._shutdown and method != types.EXIT:
+            log.warning("%s after shutdown", method)
+            self._reject(getattr(message, "id", None), JsonRpcInvalidRequest("the server is shut down"))
+            return None
         if method is not None and not self._initialize_seen:
             if method == types.INITIALIZE:
                 self._initialize_seen = True
@@ -81,6 +89,14 @@ class DgLspProtocol(LanguageServerProtocol):
                 self._reject(getattr(message, "id", None), error)
                 return None
         return super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        item = params.text_document
+        self.workspace.text_documents[unquote(item.uri)] = new_document(
+            item.uri, item.text, item.version, item.language_id, self.workspace.position_codec)
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield user_handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):

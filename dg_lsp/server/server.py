@@ -18,6 +18,7 @@ from pygls.lsp.server import LanguageServer
 from dg_lsp import __version__
 from dg_lsp.completion import Completion, CompletionRequest, CompletionService
 from dg_lsp.config import SECTION, Settings, engine_key, merge
+from dg_lsp.engine import InfillRequest
 
 from .documents import process_usage, read_unopened
 from .model_holder import EngineHolder
@@ -25,6 +26,11 @@ from .positions import to_client, to_server
 from .protocol import DgLspProtocol
 
 log = logging.getLogger(__name__)
+
+# An explicit (Invoked) request or a fill waits this long for a model that is still loading; an automatic one
+# does not wait (the user types on, and the client shows the load's $/progress).
+MODEL_WAIT_S = 60.0
+
 
 class DgLspServer(LanguageServer):
     def __init__(self, settings: Settings):
@@ -45,8 +51,10 @@ class DgLspServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=kind, message=f"dg-lsp: {message}"))
 
     def apply_settings(self, workspace_cfg: dict | None) -> None:
-        settings, errors = merge(self.cli_settings, self.init_options)
-        settings, more = merge(settings, workspace_cfg)
+        """Merge the client's settings over the command line's and (re)load the model if they need it.
+        A client cannot set the command-line-only settings (config.CLI_ONLY: remote code, pickled weights)."""
+        settings, errors = merge(self.cli_settings, self.init_options, from_client=True)
+        settings, more = merge(settings, workspace_cfg, from_client=True)
         for err in errors + more:
             self.show_once(err, types.MessageType.Warning)
         reload = engine_key(settings) != engine_key(self.settings) or self.holder.state == "idle"
@@ -91,11 +99,14 @@ class DgLspServer(LanguageServer):
             return None
         return result[0] if result and isinstance(result[0], dict) else None
 
-    async def completion_service(self) -> CompletionService | None:
-        """The service of the current engine: it lives as long as the engine, with its caches."""
-        engine = await self.holder.get()
+    async def completion_service(self, wait_s: float | None = MODEL_WAIT_S) -> CompletionService | None:
+        """The service of the current engine: it lives as long as the engine, with its caches.
+        Waits at most `wait_s` seconds for a model still loading."""
+        engine = await self.holder.get(timeout=wait_s)
         if engine is None:
-            if self.holder.error:
+            if self.holder.state == "loading":
+                log.info("the model is still loading: no completion")
+            elif self.holder.error:
                 self.show_once(self.holder.error)
             return None
         if self._service is None or self._service.engine is not engine:
@@ -129,11 +140,18 @@ class DgLspServer(LanguageServer):
             return None
         return doc, source, doc.lines
 
+    def document_version(self, uri: str) -> int | None:
+        doc = self.workspace.text_documents.get(unquote(uri))
+        return None if doc is None else doc.version
+
     async def complete_at(self, uri: str, start: types.Position, end: types.Position | None,
-                          automatic: bool, queue_key: str | None = None) -> tuple[Completion, types.Range] | None:
+                          automatic: bool, queue_key: str | None = None, snap=None,
+                          check=None) -> tuple[Completion, types.Range] | None:
         """`queue_key` names the supersession queue: inline requests for a document replace each other;
-        an explicit fill has its own key so a stray as-you-type request cannot cancel it."""
-        snap = self.snapshot(uri)
+        an explicit fill has its own key so a stray as-you-type request cannot cancel it. `snap`: a snapshot
+        already taken; `check(service, request)`: a refusal reason (str) stops the request before the model runs,
+        and is raised as `Refused`."""
+        snap = snap or self.snapshot(uri)
         if snap is None:
             return None
         doc, source, lines = snap
@@ -142,12 +160,14 @@ class DgLspServer(LanguageServer):
         e = to_server(lines, codec, end) if end is not None else s
         if e < s:
             s, e = e, s
-        service = await self.completion_service()
+        service = await self.completion_service(0 if automatic else MODEL_WAIT_S)
         if service is None:
             return None
         req = CompletionRequest(text=source, language_id=doc.language_id, line=s[0], column=s[1],
                                 end=None if end is None else e, automatic=automatic, doc_key=queue_key or uri)
         req = _to_newline_coordinates(req, lines, source)
+        if check is not None and (reason := check(service, req)):
+            raise Refused(reason)
         completion = await service.complete(req)
         if completion is None:
             return None
@@ -155,8 +175,124 @@ class DgLspServer(LanguageServer):
         return completion, rng
 
 
+    # -- the process -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the engine's worker and release the model (on shutdown, and whenever the connection ends)."""
+        self.holder.close()
+        self._service = None
+
+    def start_io(self, *args, **kwargs):
+        """stdin may close while requests are queued or running (the editor quit): the worker thread is stopped
+        and joined before the interpreter exits, which otherwise aborts (SIGABRT) inside torch (issue 14.15)."""
+        try:
+            return super().start_io(*args, **kwargs)
+        finally:
+            self.close()
+
+    def start_tcp(self, *args, **kwargs):
+        try:
+            return super().start_tcp(*args, **kwargs)
+        finally:
+            self.close()
+
+    # -- selection fill ------------------------------------------------------------------------
+    async def fill_selection(self, uri: str, rng: types.Range) -> dict:
+        """Regenerate exactly `rng` and apply it with a versioned edit (issue 14.2-4). Never applies an empty
+        fill, a fill of a selection longer than the model can fill at once, or a fill computed on a document
+        that changed meanwhile: those answer `applied: false` with the reason (also under `error`)."""
+        snap = self.snapshot(uri)
+        if snap is None:
+            return _not_applied("the document is not open (or too large for completion)")
+        doc, version = snap[0], snap[0].version
+        try:
+            answer = await self.complete_at(uri, rng.start, rng.end, automatic=False, queue_key=f"fill:{uri}",
+                                            snap=snap, check=_selection_fits)
+        except Refused as exc:
+            return _not_applied(str(exc))
+        if answer is None:
+            return _not_applied("no completion (the model is unavailable or still loading, or a newer fill came)")
+        completion, edit_range = answer
+        text = completion.text
+        if not text.strip():
+            return _not_applied("no fill", text)
+        if (cut := _filled_whole_canvas(completion)) is not None:
+            return _not_applied(cut, text)
+        now = self.workspace.text_documents.get(unquote(uri))
+        if (now is not doc or now.version != version) and not (now is None and version is None):
+            return _not_applied("the document changed while the fill was computed; run the fill again", text)
+        edit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+            edits=[types.TextEdit(range=edit_range, new_text=text)])])
+        try:
+            result = await asyncio.wait_for(self.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label="dg-lsp fill")), timeout=APPLY_EDIT_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a client that fails or never answers: not applied
+            log.warning("workspace/applyEdit failed: %s", exc)
+            return _not_applied(f"workspace/applyEdit failed: {exc}", text)
+        if not (result and result.applied):
+            why = getattr(result, "failure_reason", None) if result else None
+            return _not_applied(f"the editor did not apply the edit{': ' + why if why else ''}", text)
+        return {"applied": True, "text": text}
+
+
+APPLY_EDIT_TIMEOUT_S = 60.0
+
+
+def _not_applied(reason: str, text: str | None = None) -> dict:
+    out = {"applied": False, "reason": reason, "error": reason}
+    if text is not None:
+        out["text"] = text
+    return out
+
+
+def _selection_capacity(service: CompletionService) -> tuple[int, str]:
+    """The most tokens one fill can hold, and the length strategy that decides it."""
+    engine = service.engine
+    strategy = service.settings.length_strategy
+    if strategy == "auto":
+        strategy = "pad" if engine.spec.pad_fill else "search"
+    if strategy == "pad":
+        return engine.canvas_length - min(engine.spec.suffix_head_tokens, engine.canvas_length - 1), strategy
+    return max(InfillRequest.__dataclass_fields__["hole_lengths"].default), strategy
+
+
+def _selection_fits(service: CompletionService, req: CompletionRequest) -> str | None:
+    """A refusal when the selected text is longer than the model can fill at once (issue 14.4): a fill of it
+    would be cut, and the user's code lost without a word."""
+    if not req.is_selection:
+        return None
+    (l1, c1), (l2, c2) = (req.line, req.column), req.end
+    lines = req.text.split("\n")[l1:l2 + 1]
+    segment = "\n".join(lines)
+    selected = segment[c1:len(segment) - len(lines[-1]) + c2] if lines else ""
+    tokens = len(service.engine.tokenize(selected))
+    capacity, _ = _selection_capacity(service)
+    if tokens > capacity:
+        return (f"the selection is {tokens} tokens, more than the model fills at once ({capacity} tokens): "
+                f"select less")
+    return None
+
+
+def _filled_whole_canvas(completion: Completion) -> str | None:
+    """A pad-fill that used every hole position never chose to end: it may be cut (issue 14.4)."""
+    result = completion.result
+    if result is None or len(result.candidates) > 1 or result.hole_length <= 0:
+        return None
+    if result.generated_tokens >= result.hole_length:
+        return (f"the fill used the model's whole canvas ({result.hole_length} tokens) and may be cut: "
+                f"select less")
+    return None
+
+
+class Refused(Exception):
+    """A request the server will not compute, with the reason for the user."""
+
+
 def _to_newline_coordinates(req: CompletionRequest, lines, source: str) -> CompletionRequest:
-    """pygls splits lines like str.splitlines (also on \\x0c, \\u2028, ...); context works on '\\n'."""
+    """The server's lines break at \\n, \\r\\n and \\r (LSP); context works on '\\n' lines."""
+    if "\r" not in source:  # the same lines
+        return req
+
     def convert(line: int, col: int) -> tuple[int, int]:
         offset = sum(len(x) for x in lines[:line]) + col
         return source.count("\n", 0, offset), offset - (source.rfind("\n", 0, offset) + 1)
