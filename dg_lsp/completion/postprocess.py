@@ -1,8 +1,12 @@
 """Turn a raw hole fill into the text an editor shows: pure string functions.
 
 Order (see `finish`): strip control characters, trim what repeats the start of the suffix,
-drop closing brackets the suffix already has, cut to the requested scope (one line for a
-mid-line automatic trigger, the end of the current block otherwise, at most `max_lines`).
+cut to the requested scope (one line for a cursor with text after it on its line, the end of
+the current block otherwise, at most `max_lines`), drop closing brackets the suffix already
+has (balanced against the whole prefix and the suffix's line), tidy the joins (no trailing
+whitespace-only lines, no double spaces where the text meets the prefix or the suffix), and
+give a whole-line hole (cursor at column 0 or in the indentation, text after it) its line
+break back. The syntax checks that come after it live in `suggestion.py`.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _PAIRS = {")": "(", "]": "[", "}": "{"}
+_TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
+_QUOTES = ('"""', "'''", '"', "'", "`")
 
 
 def strip_control(text: str) -> str:
@@ -23,9 +29,11 @@ def trim_suffix_overlap(text: str, suffix: str) -> str:
         return text
     for k in range(min(len(text), len(suffix)), 0, -1):
         if text.endswith(suffix[:k]) and suffix[:k].strip():
+            if not suffix[:k].strip(" \t\n)]}"):
+                break  # only closing brackets: `drop_closers_the_suffix_has` balances them against the prefix
             return text[:-k]
     next_line = suffix.lstrip("\n").split("\n", 1)[0]
-    if next_line.strip() and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
+    if next_line.strip(" \t)]}") and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
         return text.rstrip("\n")[: -len(next_line)]
     return text
 
@@ -44,17 +52,75 @@ def unmatched_closers(text: str) -> list[int]:
     return unmatched
 
 
-def drop_closers_the_suffix_has(text: str, suffix: str) -> str:
-    """A fill that ends with `)` while the suffix starts with `)` would close the bracket twice."""
-    rest = suffix.lstrip(" \t")
+def open_brackets(text: str) -> list[str]:
+    """The brackets still open at the end of `text`, outermost first. Brackets inside string literals
+    (one-line quotes, triple quotes, backticks) and line comments (`#`, `//`) do not count; a closer
+    with no opener is ignored (it closes something before `text`)."""
+    stack: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "#" or text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        quote = next((q for q in _QUOTES if text.startswith(q, i)), None)
+        if quote is not None:
+            i += len(quote)
+            multi = len(quote) == 3 or quote == "`"
+            while i < n and not text.startswith(quote, i):
+                if text[i] == "\\":
+                    i += 1
+                elif text[i] == "\n" and not multi:
+                    break
+                i += 1
+            i += len(quote)
+            continue
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _PAIRS and stack and stack[-1] == _PAIRS[ch]:
+            stack.pop()
+        i += 1
+    return stack
+
+
+def _leading_closers(suffix: str) -> str:
+    """The run of closing brackets the suffix starts with (blanks between them skipped), on its first line."""
+    out = []
+    for ch in suffix.split("\n", 1)[0]:
+        if ch in " \t":
+            continue
+        if ch not in _PAIRS:
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def _has_excess_closer(stack: list[str], closers: str) -> bool:
+    """True if some closer of `closers` finds no matching opener on `stack` (the brackets open before it)."""
+    stack = list(stack)
+    for ch in closers:
+        if not stack or stack[-1] != _PAIRS[ch]:
+            return True
+        stack.pop()
+    return False
+
+
+def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "") -> str:
+    """A fill that ends with `)` while the suffix starts with `)` would close the bracket twice.
+
+    Balanced against everything around the hole: the brackets the prefix leaves open, those the fill
+    opens and closes, and the closers the suffix's line starts with. A trailing closer of the fill is
+    dropped only while the suffix's leading closers then find no opener left for one of them, so
+    `y = f(g(a` + `b)` + `)` keeps its `)`: the fill closes `g(`, the suffix closes `f(`."""
+    closers = _leading_closers(suffix)
     while True:
         stripped = text.rstrip(" \t")
-        unmatched = unmatched_closers(stripped)
-        if not stripped or not unmatched or unmatched[-1] != len(stripped) - 1:
+        if not stripped or stripped[-1] not in _PAIRS or not closers or closers[0] != stripped[-1]:
             return text
-        if not rest.startswith(stripped[-1]):
+        if not _has_excess_closer(open_brackets(prefix + stripped), closers):
             return text
-        text, rest = stripped[:-1], rest[1:].lstrip(" \t")
+        text = stripped[:-1]
 
 
 def cut_to_block(text: str, indent: str, max_lines: int) -> str:
@@ -73,17 +139,45 @@ def cut_to_block(text: str, indent: str, max_lines: int) -> str:
     return out
 
 
-def finish(text: str, suffix: str, *, indent: str = "", mid_line: bool = False, single_line: bool = False,
-           max_lines: int = 8) -> str:
+def tidy_joins(text: str, prefix: str, suffix: str) -> str:
+    """No trailing whitespace-only lines; no blank run doubled where the text meets the prefix (after
+    code, not indentation) or the suffix (a suffix that starts with a blank, a line break, or nothing)."""
+    text = _TRAILING_BLANK_LINES.sub("", text)
+    line_prefix = prefix.rsplit("\n", 1)[-1]
+    if line_prefix.strip() and line_prefix[-1:] in (" ", "\t"):
+        head, newline, rest = text.partition("\n")
+        text = head.lstrip(" \t") + newline + rest
+    if not suffix or suffix[0] in " \t\n":
+        text = text.rstrip(" \t")
+    return text
+
+
+def is_whole_line_hole(prefix: str, suffix: str) -> bool:
+    """The cursor is at column 0 or in the indentation, with text after it on its line: the answer is
+    a new line (or lines) before that text."""
+    line_prefix = prefix.rsplit("\n", 1)[-1]
+    return not line_prefix.strip() and bool(suffix.split("\n", 1)[0].strip())
+
+
+def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_line: bool = False,
+           single_line: bool = False, max_lines: int = 8) -> str:
+    """The shown text for a raw fill between `prefix` (the document before the hole, or its window)
+    and `suffix`. `mid_line`: the cursor's line has text after it; `single_line`: at most one line."""
     text = strip_control(text)
     text = trim_suffix_overlap(text, suffix)
+    # a whole-line hole keeps its line break: the text after the cursor moves to the next line
+    whole_line = is_whole_line_hole(prefix, suffix)
     if single_line or mid_line:
         head, newline, _ = text.partition("\n")
-        # A hole that is a whole line (cursor at column 0 before text) keeps its newline.
-        text = head + newline if (not mid_line and head.strip() and newline and not single_line) else head
+        new_line = whole_line and bool(newline) and bool(head.strip())
+        text = head
     else:
+        new_line = whole_line and "\n" in text.lstrip("\n")
         text = cut_to_block(text, indent, max_lines)
-    text = drop_closers_the_suffix_has(text, suffix)
+    text = drop_closers_the_suffix_has(text, suffix, prefix)
+    text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
         return ""
+    if new_line:  # the suffix's text keeps its column on its new line
+        text += "\n" + prefix.rsplit("\n", 1)[-1]
     return text

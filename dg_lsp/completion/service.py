@@ -21,13 +21,13 @@ import time
 from dataclasses import dataclass, field
 
 from dg_lsp.config import Settings
-from dg_lsp.context import extract_context, introduces_syntax_errors
+from dg_lsp.context import extract_context
 from dg_lsp.context.windows import CHARS_PER_TOKEN
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
-from .postprocess import finish
 from .slots import Computation, DocumentSlots
+from .suggestion import finish_suggestion
 from .window import stable_prefix
 
 log = logging.getLogger(__name__)
@@ -61,42 +61,6 @@ class Completion:
 def params_from(settings: Settings) -> DenoiseParams:
     return DenoiseParams(max_steps=settings.max_steps, temperature=settings.temperature,
                          entropy_bound=settings.entropy_bound, seed=settings.seed, deadline_ms=settings.deadline_ms)
-
-
-def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
-                   margin: float = 0.05) -> str | None:
-    """Length search: the best mean log-probability wins; among candidates within `margin` of it,
-    one that does not add syntax errors to the window wins the tie."""
-    if not candidates:
-        return None
-    ordered = sorted(candidates, key=lambda c: -c[1])
-    if language is None:
-        return ordered[0][0]
-    best = ordered[0][1]
-    window = prefix + suffix
-    for text, score in ordered:
-        if best - score > margin:
-            break
-        if not introduces_syntax_errors(window, prefix + text + suffix, language):
-            return text
-    return ordered[0][0]
-
-
-def cut_at_syntax_errors(text: str, prefix: str, suffix: str, language: str | None) -> str:
-    """A multi-line suggestion that adds syntax errors to the window is cut to the longest run of its leading
-    lines that adds none (at least the first line): a right first line is not lost to broken lines after it.
-    Unchanged when it adds no error, or when no cut is clean either."""
-    lines = text.split("\n")
-    if language is None or len([line for line in lines if line.strip()]) < 2:
-        return text
-    window = prefix + suffix
-    if not introduces_syntax_errors(window, prefix + text + suffix, language):
-        return text
-    for k in range(len(lines) - 1, 0, -1):
-        cut = "\n".join(lines[:k])
-        if cut.strip() and not introduces_syntax_errors(window, prefix + cut + suffix, language):
-            return cut
-    return text
 
 
 @dataclass
@@ -136,15 +100,10 @@ class CompletionService:
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
-        raw = result.text
-        ctx, req = p.ctx, p.req
-        if len(result.candidates) > 1:
-            raw = rank_by_syntax(result.candidates, p.suggestion.prefix, ctx.suffix, ctx.language) or raw
-        selection = req.is_selection
-        text = finish(raw, ctx.suffix, indent=ctx.indent, mid_line=ctx.mid_line and not selection,
-                      single_line=req.automatic and ctx.mid_line and not selection,
-                      max_lines=10_000 if selection else self.settings.max_lines)
-        return text if selection else cut_at_syntax_errors(text, p.suggestion.prefix, ctx.suffix, ctx.language)
+        """Post-processing and the syntax gate (`suggestion.finish_suggestion`, shared with the benchmark)."""
+        return finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
+                                 automatic=p.req.automatic, selection=p.req.is_selection,
+                                 max_lines=self.settings.max_lines)
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
@@ -257,9 +216,9 @@ class CompletionService:
             result = await asyncio.wrap_future(future)
             if result.cancelled:
                 return None
-            # syntax checks (length ranking, cutting a multi-line text) parse the window: off the event loop
+            # the syntax checks (length ranking, the gate) parse the window: off the event loop
             text = await asyncio.to_thread(self._finish, p, result) \
-                if len(result.candidates) > 1 or "\n" in result.text.strip() else self._finish(p, result)
+                if result.text.strip() or len(result.candidates) > 1 else self._finish(p, result)
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total

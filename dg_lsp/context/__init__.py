@@ -14,7 +14,7 @@ from dg_lsp.context.languages import (
     normalize_language,
 )
 from dg_lsp.context.scopes import Scope
-from dg_lsp.context.syntax import introduces_syntax_errors, syntax_error_count
+from dg_lsp.context.syntax import insertion_breaks_syntax, introduces_syntax_errors, syntax_error_count
 from dg_lsp.context.windows import estimate_tokens
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "extract_context",
     "get_language",
     "get_parser",
+    "insertion_breaks_syntax",
     "introduces_syntax_errors",
     "language_for_path",
     "normalize_language",

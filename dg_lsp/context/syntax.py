@@ -27,15 +27,90 @@ def introduces_syntax_errors(before: str, after: str, language: str | None) -> b
     return syntax_error_count(after, language) > syntax_error_count(before, language)
 
 
-def _count_errors(root: Node) -> int:
+# Node types of literals and comments that must not start inside an inserted text and end after it.
+_LITERAL_SUFFIXES = ("string", "string_literal", "comment", "char_literal", "rune_literal", "text_block")
+
+
+def _is_literal(node: Node) -> bool:
+    return node.type.endswith(_LITERAL_SUFFIXES)
+
+
+def opens_unclosed_literal(root: Node, start: int, end: int) -> bool:
+    """True if a string, docstring or comment node starts inside the bytes [start, end) and ends after
+    them: an inserted text that opens a literal it does not close."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= start or node.start_byte >= end:
+            continue
+        if _is_literal(node) and node.start_byte >= start and node.end_byte > end:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _error_spans(root: Node) -> list[tuple[str, int, int]]:
+    """(type, start byte, end byte) of every ERROR and MISSING node. A hidden MISSING node (python's
+    `_newline` between two statements on one line) is not among any node's children: a node flagged
+    `has_error` with no flagged child stands for it, with the node's own span."""
+    spans = []
     if not root.has_error:
-        return 0
-    count = 0
+        return spans
     stack = [root]
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            count += 1
-        # Only subtrees flagged with errors can hold more; skip the rest.
-        stack.extend(child for child in node.children if child.has_error)
-    return count
+            spans.append((node.type, node.start_byte, node.end_byte))
+        flagged = [child for child in node.children if child.has_error or child.is_missing]
+        if not flagged and node.has_error and not node.is_error:
+            spans.append(("MISSING", node.start_byte, node.end_byte))
+        stack.extend(flagged)
+    return spans
+
+
+def new_errors(before: list[tuple[str, int, int]], after: list[tuple[str, int, int]], hole: int,
+               inserted: int) -> list[tuple[str, int, int]]:
+    """The error spans of the text with `inserted` bytes at byte `hole` that the text without them did not
+    have, the spans of `before` moved past the insertion where they lie in the suffix. A span that ended at
+    the hole and now runs over the inserted text is new: the insertion became part of the error (an error
+    count alone misses that, one ERROR node can swallow any text)."""
+    allowed: dict[tuple[str, int, int], int] = {}
+
+    def allow(key):
+        allowed[key] = allowed.get(key, 0) + 1
+
+    for kind, start, end in before:
+        if start == end == hole:  # a MISSING node at the hole: either side of the insertion
+            allow((kind, hole, hole))
+            allow((kind, hole + inserted, hole + inserted))
+            continue
+        allow((kind, start + inserted if start >= hole else start, end + inserted if end > hole else end))
+    out = []
+    for span in after:
+        if allowed.get(span, 0) > 0:
+            allowed[span] -= 1
+        else:
+            out.append(span)
+    return out
+
+
+def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str | None) -> bool:
+    """True when ``text`` inserted between ``prefix`` and ``suffix`` adds an ERROR/MISSING node that
+    ``prefix + suffix`` did not have (see `new_errors`; an insertion that lowers the number of errors
+    is accepted), or opens a string, docstring or comment that does not end inside it. Unknown languages
+    never break."""
+    parser = get_parser(language)
+    if parser is None:
+        return False
+    before = _error_spans(parser.parse((prefix + suffix).encode("utf-8")).root_node)
+    root = parser.parse((prefix + text + suffix).encode("utf-8")).root_node
+    after = _error_spans(root)
+    start = len(prefix.encode("utf-8"))
+    inserted = len(text.encode("utf-8"))
+    if len(after) >= len(before) and new_errors(before, after, start, inserted):
+        return True
+    return opens_unclosed_literal(root, start, start + inserted)
+
+
+def _count_errors(root: Node) -> int:
+    return len(_error_spans(root))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 _HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
-_TRAILING_INDENT = re.compile(r"(?<=\n)[ \t]+\Z")
+_TRAILING_BLANKS = re.compile(r"[ \t]+\Z")
 
 
 def healing_tail(prefix: str) -> str:
@@ -42,10 +42,15 @@ def hole_text(prefix: str, middle: str, suffix: str, heal: bool = True) -> str:
 
 
 def unheal(text: str, heal: str) -> str | None:
-    """The part of a generated text after the healing tail, without indentation after its last line
-    break (the suffix has its own); None if the text does not start with the tail."""
+    """The part of a generated text after the healing tail, without the blanks it ends with; None if the
+    text does not start with the tail.
+
+    A healed hole starts a line and ends where the suffix starts. Blanks after its last line break are
+    the next line's indentation, which the suffix has of its own. Blanks at the end of an answer with no
+    line break are that indentation written on the answer's own line (`split_suffix` leaves it to the
+    hole): `"\ny = 1   "` is `"y = 1"`, never `"y = 1   "` in front of the suffix's `"    return"`."""
     if not heal:
         return text
     if not text.startswith(heal):
         return None
-    return _TRAILING_INDENT.sub("", text[len(heal):])
+    return _TRAILING_BLANKS.sub("", text[len(heal):])

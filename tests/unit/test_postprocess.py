@@ -1,9 +1,30 @@
-from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, strip_control,
-                                           trim_suffix_overlap)
+"""Post-processing of a raw fill (completion/postprocess.py) and the production path through it
+(`completion.suggestion.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
+
+from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, open_brackets,
+                                           strip_control, trim_suffix_overlap)
+from dg_lsp.completion.suggestion import finish_suggestion
+from dg_lsp.context import extract_context
+from dg_lsp.engine.healing import unheal
+
+
+def shown(doc: str, line: int, column: int, raw: str, automatic: bool = False) -> str:
+    """What the server shows for the engine answer `raw` at (line, column) of `doc` (its production path)."""
+    ctx = extract_context(doc, "python", line, column)
+    offset = sum(len(x) + 1 for x in doc.split("\n")[:line]) + column
+    return finish_suggestion(raw, [], doc[:offset], ctx, automatic=automatic, selection=False, max_lines=8)
+
+
+def accept(doc: str, line: int, column: int, text: str) -> str:
+    offset = sum(len(x) + 1 for x in doc.split("\n")[:line]) + column
+    return doc[:offset] + text + doc[offset:]
 
 
 def test_trim_text_that_repeats_the_start_of_the_suffix():
-    assert trim_suffix_overlap("foo(a, b)", ")\n") == "foo(a, b"
+    # a tail of closing brackets only is left to drop_closers_the_suffix_has, which balances it
+    assert trim_suffix_overlap("foo(a, b)", ")\n") == "foo(a, b)"
+    assert finish("a, b)", ")\n", prefix="x = foo(") == "a, b"
+    assert trim_suffix_overlap("a, b)", "b)\n") == "a, "
     assert trim_suffix_overlap("x + 1\n    return y", "\n    return y\n") == "x + 1"
     assert trim_suffix_overlap("abc", "xyz") == "abc"
     assert trim_suffix_overlap("y = 2\n    return y\n", "\n    return y\n") == "y = 2"
@@ -11,9 +32,20 @@ def test_trim_text_that_repeats_the_start_of_the_suffix():
 
 def test_closers_the_suffix_already_has_are_dropped_but_balanced_ones_kept():
     assert drop_closers_the_suffix_has("a, b)", ")") == "a, b"
-    assert drop_closers_the_suffix_has("f(a))", "))") == "f(a)"
-    assert drop_closers_the_suffix_has("f(a)", ")") == "f(a)"
+    assert drop_closers_the_suffix_has("f(a))", "))", "g(h(") == "f(a)"
+    assert drop_closers_the_suffix_has("f(a)", ")", "g(") == "f(a)"
     assert drop_closers_the_suffix_has("a]", ")") == "a]"
+    assert drop_closers_the_suffix_has(", b)", ")\n", "foo(a") == ", b"
+
+
+def test_closers_are_balanced_against_brackets_the_prefix_opened():
+    # issue 14.6: the fill closes g(, the suffix closes f(; dropping the fill's ) gave f(g(ab)
+    assert drop_closers_the_suffix_has("b)", ")", "y = f(g(a") == "b)"
+    assert drop_closers_the_suffix_has("b))", ")", "y = f(g(a") == "b)"
+    assert drop_closers_the_suffix_has("b]", "])", "y = f([g[a") == "b]"
+    assert open_brackets("x = f('(', \"[\",  # (\n  g(") == ["(", "("]  # strings and comments do not count
+    doc = "y = f(g(a)\n"
+    assert accept(doc, 0, 9, shown(doc, 0, 9, "b)")) == "y = f(g(ab))\n"
 
 
 def test_cut_to_block_stops_at_dedent_and_line_limit():
@@ -28,6 +60,43 @@ def test_finish_mid_line_keeps_one_line_and_strips_controls():
     assert finish("   \n  ", "") == ""
 
 
-def test_finish_whole_line_hole_keeps_its_newline():
-    # Cursor at column 0 of a non-empty line: the answer is a new line before it.
-    assert finish("    total += x\n", "    return total\n", indent="    ") == "    total += x\n"
+DOC = "def add(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
+
+
+def test_whole_line_hole_keeps_its_newline_on_the_production_path():
+    # issue 14.1: the cursor at column 0 before "    return total" (mid_line is true there); the engine's answer
+    # (after unheal) is a whole line. It used to lose its newline: "    total += 1    return total".
+    for automatic in (False, True):
+        text = shown(DOC, 4, 0, "    total += 1\n", automatic)
+        assert text == "    total += 1\n"
+        assert accept(DOC, 4, 0, text).split("\n")[4:6] == ["    total += 1", "    return total"]
+
+
+def test_whole_line_hole_in_the_indentation_keeps_the_next_texts_column():
+    # the cursor after the indentation, before "return": the healed answer has no indentation of its own
+    text = shown(DOC, 4, 4, "total += 1\n")
+    assert accept(DOC, 4, 4, text).split("\n")[4:6] == ["    total += 1", "    return total"]
+
+
+def test_whole_line_answer_keeps_only_its_first_line():
+    text = shown(DOC, 4, 0, "    total += 1\n    total *= 2\n")
+    assert text == "    total += 1\n"
+
+
+def test_unheal_drops_the_next_lines_indentation_written_without_a_line_break():
+    # issue 14.7: "\ny = 1   " (the model wrote the suffix's split indentation on its own line) gave "y = 1   "
+    assert unheal("\ny = 1   ", "\n") == "y = 1"
+    assert unheal("\ny = 1\n   ", "\n") == "y = 1\n"
+    assert unheal("\n    y = 1 \t", "\n    ") == "y = 1"
+    doc = "def f():\n    x = 0\n    return x\n"
+    healed = unheal("\n    y = 1   ", "\n")
+    assert finish(healed, "    return x\n", prefix="def f():\n    x = 0\n", mid_line=True) == "    y = 1"
+    # without a line break the answer would join "    return x": not shown rather than "    y = 1       return x"
+    assert shown(doc, 2, 0, healed) == ""
+
+
+def test_trailing_blank_lines_and_double_spaces_at_the_join():
+    doc = "def f():\n    y = \n    return y\n"
+    assert shown(doc, 1, 8, " 1   ") == "1"
+    doc = "def f():\n    pass\n\n\ndef g():\n    return 2\n"
+    assert shown(doc, 1, 8, "\n    x = 1\n    \n  \n") == "\n    x = 1"

@@ -1,6 +1,9 @@
-"""Cutting a multi-line suggestion at the lines that break the file's syntax (pure function, tree-sitter)."""
+"""The syntax gate (issue 14.8): a suggestion that adds tree-sitter errors to the window around the hole, or
+opens a string or docstring it does not close, is cut to its longest clean run of leading lines, or not shown
+at all. Pure functions on tree-sitter, and the production path (`finish_suggestion`) on a real context."""
 
-from dg_lsp.completion.service import cut_at_syntax_errors
+from dg_lsp.completion.suggestion import clean_cut, finish_suggestion
+from dg_lsp.context import extract_context
 
 PREFIX = "def mean(values):\n    return sum(values) / len(values"
 SUFFIX = "\n"
@@ -8,18 +11,50 @@ SUFFIX = "\n"
 
 def test_a_right_first_line_is_kept_and_the_broken_lines_after_it_are_cut():
     text = ")\n    if = len(values(\n        rest))))"
-    assert cut_at_syntax_errors(text, PREFIX, SUFFIX, "python") == ")"
+    assert clean_cut(text, PREFIX, SUFFIX, "python") == ")"
 
 
 def test_the_longest_clean_run_of_lines_is_kept():
     text = ")\n    x = 1\n    y = = 2 )"  # 2 errors where the window alone has 1
-    assert cut_at_syntax_errors(text, PREFIX, SUFFIX, "python") == ")\n    x = 1"
+    assert clean_cut(text, PREFIX, SUFFIX, "python") == ")\n    x = 1"
 
 
-def test_clean_text_single_lines_unknown_languages_and_hopeless_text_are_unchanged():
+def test_clean_text_and_unknown_languages_are_unchanged():
     clean = ")\n    x = 1"
-    assert cut_at_syntax_errors(clean, PREFIX, SUFFIX, "python") == clean
-    assert cut_at_syntax_errors(") ((", PREFIX, SUFFIX, "python") == ") (("  # one line: nothing to cut
-    assert cut_at_syntax_errors(")\n  (((", PREFIX, SUFFIX, None) == ")\n  ((("
-    hopeless = "((\n    ]]"  # no leading run of lines is clean
-    assert cut_at_syntax_errors(hopeless, PREFIX, SUFFIX, "python") == hopeless
+    assert clean_cut(clean, PREFIX, SUFFIX, "python") == clean
+    assert clean_cut(")\n  (((", PREFIX, SUFFIX, None) == ")\n  ((("
+
+
+def test_no_clean_cut_shows_nothing():
+    # before the gate, both were passed on whole: a broken suggestion was shown when no cut was clean
+    assert clean_cut("((\n    ]]", PREFIX, SUFFIX, "python") == ""
+    assert clean_cut(") ((", PREFIX, SUFFIX, "python") == ""  # one broken line: nothing to cut, nothing shown
+    salad = "import import import import"
+    assert clean_cut(salad, "", "\n", "python") == ""
+
+
+def test_a_suggestion_that_opens_a_docstring_it_does_not_close_is_not_shown():
+    prefix = "def f(x):\n"
+    suffix = "    return x\n\n\ndef g():\n    \"\"\"Other.\"\"\"\n    return 1\n"
+    # the open docstring pairs with the next function's: tree-sitter may even find the file clean
+    assert clean_cut('    """Return x.\n', prefix, suffix, "python") == ""
+    assert clean_cut('    """Return x."""\n', prefix, suffix, "python") == '    """Return x."""\n'
+    assert clean_cut("x = 'abc", "", "\n", "python") == ""
+    assert clean_cut("a  # note", "x = f(", ")\n", "python") == ""  # a comment that swallows the suffix
+
+
+def test_production_path_gates_an_invoked_suggestion():
+    doc_prefix = "def total(xs):\n    acc = 0\n    for x in xs:\n        acc += "
+    doc_suffix = "\n    return acc\n"
+    ctx = extract_context(doc_prefix + doc_suffix, "python", 3, len("        acc += "))
+    show = finish_suggestion("x", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    hide = finish_suggestion("x +", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    assert show == "x" and hide == ""
+
+
+def test_trailing_blank_lines_and_double_spaces_at_the_join_are_dropped():
+    doc_prefix = "def f():\n    y = "
+    doc_suffix = "\n    return y\n"
+    ctx = extract_context(doc_prefix + doc_suffix, "python", 1, len("    y = "))
+    out = finish_suggestion(" 1  \n    \n", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    assert out == "1"

@@ -1,0 +1,108 @@
+"""From the engine's raw answer to the text an editor is shown: post-processing, then the syntax gate.
+
+`finish_suggestion` is the one path, used by `CompletionService` and by the quality benchmark (so a
+benchmark scores exactly what the editor receives). A suggestion is shown only if it adds no
+tree-sitter ERROR/MISSING node to the window around the hole nor to the enclosing scope parsed alone
+(`scope_window`: the scope's lines, or the top-level statement's outside any scope), and opens no string,
+docstring or comment it does not close; a multi-line one is cut to its longest
+clean run of leading lines; when no cut is clean the answer is "" (nothing is shown): a user prefers
+no suggestion to a broken one.
+"""
+
+from __future__ import annotations
+
+from dg_lsp.context import insertion_breaks_syntax, introduces_syntax_errors, syntax_error_count
+
+from .postprocess import finish
+
+
+def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
+                   margin: float = 0.05) -> str | None:
+    """Length search: the best mean log-probability wins; among candidates within `margin` of it,
+    one that does not add syntax errors to the window wins the tie."""
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=lambda c: -c[1])
+    if language is None:
+        return ordered[0][0]
+    best = ordered[0][1]
+    window = prefix + suffix
+    for text, score in ordered:
+        if best - score > margin:
+            break
+        if not introduces_syntax_errors(window, prefix + text + suffix, language):
+            return text
+    return ordered[0][0]
+
+
+def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
+              scope: tuple[str, str] | None = None) -> str:
+    """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
+    `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
+    that breaks nothing; else "". A whole-line text (ending in a line break and the cursor's indentation)
+    is judged as it is: its line break is part of it. Unknown languages pass unchecked."""
+    if not text or language is None:
+        return text
+    regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
+
+    def breaks(candidate: str) -> bool:
+        return any(insertion_breaks_syntax(p, candidate, s, language) for p, s in regions)
+
+    if not breaks(text):
+        return text
+    lines = text.split("\n")
+    if not lines[-1].strip():  # a whole-line text: without its line break it would join the next text
+        return ""
+    for k in range(len(lines) - 1, 0, -1):
+        cut = "\n".join(lines[:k]).rstrip(" \t")
+        if cut.strip() and not breaks(cut):
+            return cut
+    return ""
+
+
+def _top_level_lines(above: list[str], below: list[str]) -> tuple[int, int]:
+    """Lines of the top-level statement around the cursor, for a hole outside any scope, as (lines above the
+    cursor's, lines below it): up to the nearest unindented line at or above the cursor's, down to the line
+    before the next unindented one below it (a line that starts with a closing bracket continues it)."""
+    def starts(line: str) -> bool:
+        return bool(line[:1].strip())
+
+    up = next((i for i in range(len(above)) if starts(above[len(above) - 1 - i])), len(above) - 1)
+    down = next((j - 1 for j in range(1, len(below)) if starts(below[j]) and below[j][0] not in ")]}"),
+                len(below) - 1)
+    return up, down
+
+
+def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:
+    """The part of `prefix` and `suffix` that holds the enclosing scope's lines (`ctx.enclosing`), or, outside
+    any scope, the top-level statement's: the syntax gate judges a suggestion there too, so an error elsewhere
+    in the window (a bracket left open lines above, whose ERROR node runs over the hole) cannot hide the errors
+    the suggestion adds."""
+    above = prefix.split("\n")
+    below = suffix.split("\n")
+    scope = getattr(ctx, "enclosing", None)
+    if scope is not None:
+        up, down = ctx.start[0] - scope.start_line, max(scope.end_line - ctx.end[0], 0)
+    else:
+        up, down = _top_level_lines(above, below)
+    up, down = min(max(up, 0), len(above) - 1), min(down, len(below) - 1)
+    scope_prefix = "\n".join(above[len(above) - 1 - up:])
+    scope_suffix = "\n".join(below[:down + 1]) + ("\n" if len(below) > down + 1 else "")
+    return scope_prefix, scope_suffix
+
+
+def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, automatic: bool,
+                      selection: bool, max_lines: int) -> str:
+    """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
+    (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
+    window, indentation, language, whether the cursor's line has text after it)."""
+    if len(candidates) > 1:
+        raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
+    # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
+    text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
+                  mid_line=ctx.mid_line and not selection,
+                  single_line=automatic and ctx.mid_line and not selection,
+                  max_lines=10_000 if selection else max_lines)
+    if selection:
+        return text
+    return clean_cut(text, prefix, ctx.suffix, ctx.language, scope_window(prefix, ctx.suffix, ctx))
