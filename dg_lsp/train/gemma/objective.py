@@ -1,0 +1,96 @@
+"""The adaptation objective: many infill canvases per encoder pass, absorbing-mask noise, shifted rows.
+
+One chunk of a file is encoded once by the frozen base model (no gradient). Each hole drawn from it becomes a
+canvas `[lead][hole: K slots][suffix head]`:
+- `lead` is the prompt's last token (its key is taken out of the cache view, the canvas recomputes it);
+- the K slots hold the healed middle followed by pads (K in 8/16/32, never less than the middle + 1);
+- the suffix head is pinned, clean.
+Canvas row j predicts slot j+1 (the autoregressive shift, as Dream and DiffuLLaMA keep it), so the lead row
+starts out as the base model's next-token prediction. Slots are replaced by `<mask>` with probability t,
+t stratified over the batch and biased towards high noise. The loss is cross-entropy over masked slots up to
+and including the first pad (after it the engine forces pads), on the restricted output vocabulary.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from .data import Hole
+
+BUCKETS = (8, 16, 32)
+
+
+@dataclass
+class CanvasBatch:
+    ids: torch.LongTensor  # [M, W] decoder inputs (noised)
+    positions: torch.LongTensor  # [M, W]
+    masks: dict  # {kind: [M, 1, W, N + W]} bool
+    rows: torch.LongTensor  # [S] flat indices (m * W + r) of the rows whose output is scored
+    targets: torch.LongTensor  # [S] restricted-vocabulary targets
+    noise: torch.Tensor  # [S] the noise level of each scored row's canvas
+    kinds: list[str]  # [S]
+    slot: torch.LongTensor  # [S] 1-based slot index of each target
+
+
+def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
+    """Replace ids outside the output vocabulary by their UTF-8 byte tokens (so every hole can be written)."""
+    out: list[int] = []
+    for t in ids:
+        out += [t] if t in in_vocab else byte_ids_of(t)
+    return out
+
+
+def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int, pad_id: int, vocab_rows,
+          rng: random.Random, pad_extra: float = 0.5, noise: float | None = None) -> CanvasBatch:
+    """`noise`: one fixed level for every canvas (1.0: fully masked, the first denoising step)."""
+    m = len(holes)
+    us = [(i + rng.random()) / m for i in range(m)]
+    rng.shuffle(us)
+    rows_spec = []
+    for h, u in zip(holes, us):
+        t = noise if noise is not None else min(1.0, max(0.05, u ** 0.5))
+        n = len(h.hole_ids)
+        fit = [k for k in BUCKETS if k >= n + 1]
+        k = fit[0] if rng.random() >= pad_extra else rng.choice(fit)
+        slots = h.hole_ids + [pad_id] * (k - n)
+        scored = n + 1  # slots 1..n+1 (the first pad included)
+        inp = []
+        masked = []
+        for j, tok in enumerate(slots, start=1):
+            is_masked = t >= 1.0 or rng.random() < t
+            if j <= scored:
+                inp.append(mask_id if is_masked else tok)
+                if is_masked:
+                    masked.append(j)
+            else:
+                inp.append(mask_id if is_masked else pad_id)
+        if not masked:
+            j = rng.randint(1, scored)
+            inp[j - 1] = mask_id
+            masked.append(j)
+        ids = [h.prompt_ids[-1]] + inp + h.head_ids
+        rows_spec.append((h, t, ids, slots, masked))
+    width = max(len(r[2]) for r in rows_spec)
+    ids = torch.full((m, width), pad_id, dtype=torch.long)
+    positions = torch.zeros((m, width), dtype=torch.long)
+    mask = torch.zeros((m, 1, width, n_cached + width), dtype=torch.bool)
+    flat_rows, targets, noise, kinds, slot_idx = [], [], [], [], []
+    for i, (h, t, row_ids, slots, masked) in enumerate(rows_spec):
+        w = len(row_ids)
+        ids[i, :w] = torch.tensor(row_ids)
+        start = len(h.prompt_ids) - 1  # the lead's position
+        positions[i] = torch.arange(start, start + width)
+        mask[i, 0, :, :start] = True  # cached keys before the lead
+        mask[i, 0, :, n_cached:n_cached + w] = True  # the canvas's own valid keys
+        for j in masked:
+            flat_rows.append(i * width + (j - 1))
+            targets.append(slots[j - 1])
+            noise.append(t)
+            kinds.append(h.kind)
+            slot_idx.append(j)
+    tgt = vocab_rows(torch.tensor(targets, dtype=torch.long))
+    return CanvasBatch(ids, positions, {k: mask for k in layer_kinds}, torch.tensor(flat_rows), tgt,
+                       torch.tensor(noise), kinds, torch.tensor(slot_idx))

@@ -1,0 +1,209 @@
+"""The adaptation training loop: frozen base encoder, LoRA decoder, checkpoints that survive stops."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from ...engine.gemma3 import adapter as A
+from ...engine.gemma3.vocab import OutputVocab, byte_token_ids, choose
+from . import data, objective
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Options:
+    base: str = ""  # a built base model directory (config.json, model.safetensors, tokenizer)
+    out: str = "runs/gemma"
+    minutes: float = 0.0
+    resume: bool = False
+    init_from: str = ""  # an exported adapter directory to start from
+    export: str = ""
+    seed: int = 0
+    threads: int = 1
+    rank: int = 32
+    alpha: float = 64.0
+    lr: float = 3e-4
+    warmup: int = 30
+    holes_per_chunk: int = 16
+    chunks_per_step: int = 1
+    chunk_tokens: int = 256
+    head_tokens: int = 8
+    dtype: str = "float32"  # bfloat16 only where the CPU has native bf16 (AMX / avx512_bf16) or on a GPU
+    device: str = "cpu"
+    vocab_size: int = 32768
+    ckpt_minutes: float = 5.0
+    eval_minutes: float = 30.0
+    eval_problems: int = 20
+    log_every: int = 10
+
+
+class Run:
+    def __init__(self, opts: Options):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.set_num_threads(opts.threads)
+        self.opts = opts
+        self.out = Path(opts.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.tok = AutoTokenizer.from_pretrained(opts.base, local_files_only=True)
+        self.model = AutoModelForCausalLM.from_pretrained(opts.base, local_files_only=True, dtype=getattr(torch, opts.dtype),
+                                                          attn_implementation="sdpa").to(opts.device)
+        self.model.eval()
+        self.cfg = self.model.config
+        self.mask_id = self.tok.convert_tokens_to_ids("<mask>")
+        self.pad_id = self.tok.pad_token_id
+        self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id)
+        self.train_files = data.collect("train")
+        self.vocab = self._vocab()
+        self.in_vocab = set(self.vocab.ids.tolist())
+        self._byte = {b: tid for b, tid in enumerate(byte_token_ids(self.tok))}
+        self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
+                                    seed=opts.seed)
+        self.rng = random.Random(opts.seed + 1)
+        self.opt = torch.optim.AdamW(self.adapter.parameters(), lr=opts.lr, weight_decay=0.0, betas=(0.9, 0.99))
+        self.state = {"step": 0, "holes": 0, "scored_tokens": 0, "cpu_seconds": 0.0, "evals": []}
+        if opts.resume and (self.out / "adapter.safetensors").is_file():
+            self._load_checkpoint()
+        elif opts.init_from:
+            self.adapter.load_state_dict(load_file(str(Path(opts.init_from) / "adapter.safetensors")))
+            log.info("initialised from %s", opts.init_from)
+        self.layer_kinds = set(self.cfg.layer_types)
+
+    # -- vocabulary ---------------------------------------------------------------------------
+    def _vocab(self) -> OutputVocab:
+        path = self.out / "vocab.json"
+        if path.is_file():
+            ids = json.loads(path.read_text())["ids"]
+        else:
+            rng = random.Random(0)
+            sample = rng.sample([f.text for f in self.train_files], min(1200, len(self.train_files)))
+            specials = (self.tok.pad_token_id, self.tok.eos_token_id, self.tok.bos_token_id)
+            ids, cover = choose(self.tok, sample, self.opts.vocab_size, specials)
+            path.write_text(json.dumps({"ids": ids, "train_coverage": cover}))
+            log.info("output vocabulary: %d ids, %.4f of training tokens", len(ids), cover)
+        return OutputVocab(ids, self.cfg.vocab_size)
+
+    def byte_ids_of(self, tid: int) -> list[int]:
+        return [self._byte[b] for b in self.tok.decode([tid]).encode("utf-8")]
+
+    def remap(self, hole: data.Hole) -> data.Hole:
+        hole.hole_ids = objective.to_vocab(hole.hole_ids, self.in_vocab, self.byte_ids_of)
+        return hole
+
+    # -- one step -----------------------------------------------------------------------------
+    def chunk_loss(self) -> tuple[torch.Tensor | None, dict]:
+        ids, holes = self.maker.holes(self.opts.holes_per_chunk)
+        holes = [h for h in (self.remap(h) for h in holes) if len(h.hole_ids) <= objective.BUCKETS[-1] - 1]
+        if not holes:
+            return None, {}
+        from transformers import DynamicCache
+
+        with torch.no_grad():
+            cache = DynamicCache(config=self.cfg)
+            A.encoder_pass(self.model, torch.tensor([ids]), cache)
+        ro = A.ReadOnlyCache.of(cache, batch=len(holes))
+        batch = objective.build(holes, len(ids), self.layer_kinds, self.mask_id, self.pad_id, self.vocab.to_rows,
+                                self.rng)
+        hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks)
+        flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
+        head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
+        logits = (flat @ head.t()).float()
+        loss = F.cross_entropy(logits, batch.targets, reduction="none")
+        info = {"n": len(batch.targets), "holes": len(holes),
+                "hi": loss[batch.noise > 0.8].detach().mean().item() if bool((batch.noise > 0.8).any()) else None,
+                "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
+        return loss.mean(), info
+
+    def lr_at(self, step: int) -> float:
+        return self.opts.lr * min(1.0, (step + 1) / max(1, self.opts.warmup))
+
+    def step(self) -> dict:
+        t0 = time.process_time()
+        for g in self.opt.param_groups:
+            g["lr"] = self.lr_at(self.state["step"])
+        total, n, holes, his, s1 = 0.0, 0, 0, [], []
+        for _ in range(self.opts.chunks_per_step):
+            loss, info = self.chunk_loss()
+            if loss is None:
+                continue
+            (loss / self.opts.chunks_per_step).backward()
+            total += loss.item() * info["n"]
+            n += info["n"]
+            holes += info["holes"]
+            if info["hi"] is not None:
+                his.append(info["hi"])
+            if info["slot1"] is not None:
+                s1.append(info["slot1"])
+        torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), 1.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.state["step"] += 1
+        self.state["holes"] += holes
+        self.state["scored_tokens"] += n
+        self.state["cpu_seconds"] += time.process_time() - t0
+        return {"loss": total / max(1, n), "hi_noise_loss": sum(his) / max(1, len(his)),
+                "slot1_loss": sum(s1) / max(1, len(s1)), "holes": holes}
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        tmp = self.out / "adapter.safetensors.tmp"
+        save_file(self.adapter.state_dict(), str(tmp))
+        tmp.replace(self.out / "adapter.safetensors")
+        torch.save(self.opt.state_dict(), self.out / "optimizer.pt.tmp")
+        (self.out / "optimizer.pt.tmp").replace(self.out / "optimizer.pt")
+        meta = {**self.state, "options": asdict(self.opts), "rank": self.opts.rank, "alpha": self.opts.alpha}
+        (self.out / "train_state.json").write_text(json.dumps(meta, indent=1))
+
+    def _load_checkpoint(self) -> None:
+        self.adapter.load_state_dict(load_file(str(self.out / "adapter.safetensors")))
+        opt_path = self.out / "optimizer.pt"
+        if opt_path.is_file():
+            self.opt.load_state_dict(torch.load(opt_path, weights_only=True))
+        saved = json.loads((self.out / "train_state.json").read_text())
+        self.state = {k: saved.get(k, v) for k, v in self.state.items()}
+        log.info("resumed at step %d", self.state["step"])
+
+    # -- the loop -----------------------------------------------------------------------------
+    def train(self, evaluate) -> None:
+        start = time.monotonic()
+        last_ckpt = last_eval = start
+        if not self.state["evals"]:
+            self.state["evals"].append(evaluate(self))
+            log.info("eval %s", self.state["evals"][-1])
+        acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+        t_log = time.monotonic()
+        while True:
+            if self.opts.minutes and time.monotonic() - start > self.opts.minutes * 60:
+                break
+            info = self.step()
+            acc["loss"] += info["loss"]
+            acc["hi"] += info["hi_noise_loss"]
+            acc["s1"] += info["slot1_loss"]
+            acc["n"] += 1
+            if self.state["step"] % self.opts.log_every == 0:
+                dt = time.monotonic() - t_log
+                log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f | %.2f s/step, holes %d, %.2f CPU-h",
+                         self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"], acc["s1"] / acc["n"],
+                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600)
+                acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+                t_log = time.monotonic()
+            now = time.monotonic()
+            if now - last_ckpt > self.opts.ckpt_minutes * 60:
+                self.save_checkpoint()
+                last_ckpt = now
+            if now - last_eval > self.opts.eval_minutes * 60:
+                self.state["evals"].append(evaluate(self))
+                log.info("eval %s", self.state["evals"][-1])
+                self.save_checkpoint()
+                last_eval = last_ckpt = time.monotonic()
+        self.save_checkpoint()
