@@ -41,3 +41,15 @@ async def wait_ready(client, timeout: float = 120.0) -> dict:
         if status["state"] in ("ready", "error") or asyncio.get_running_loop().time() > deadline:
             return status
         await asyncio.sleep(0.2)
+
+
+E2E_TIMEOUT_S = 600  # a module fixture (server start, model load) runs inside its first test's timeout
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every end-to-end test has a timeout: a hung server fails the test instead of the whole run."""
+    import pytest
+
+    for item in items:
+        if "/e2e/" in str(item.fspath).replace("\\", "/") and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))

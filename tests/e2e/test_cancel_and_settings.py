@@ -66,7 +66,9 @@ def test_cancel_request_stops_the_denoising_loop(slow_client):
 def test_newer_request_for_the_same_document_supersedes_the_older_one(slow_client):
     client = slow_client
     _send(client, 2000, "textDocument/inlineCompletion", _inline_params())
-    while not _busy(client):
+    deadline = time.monotonic() + 30
+    while not _busy(client):  # wait until the loop is really running
+        assert time.monotonic() < deadline, "the request never started computing"
         time.sleep(0.02)
     # New requests run short (settings apply per request), so the newer one finishes fast on a loaded machine.
     client.notify("workspace/didChangeConfiguration", {"settings": {"dgLsp": {"maxSteps": 2}}})

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -114,3 +115,45 @@ def test_a_client_cannot_enable_remote_code_or_pickled_weights():
         assert status["settings"]["trustRemoteCode"] is False
     finally:
         client.close()
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on `port`, read from /proc/net/tcp{,6}."""
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, _, hex_port = local.rpartition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                out.add(address)
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the bound address from /proc/net/tcp")
+def test_serve_tcp_listens_on_loopback_only():
+    """The socket's bound address, not whether a loopback connection works (that works on 0.0.0.0 too)."""
+    import socket
+    import subprocess
+    import sys
+
+    from .conftest import tiny_model_path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "dg_lsp", "serve", "--tcp", str(port), "--model",
+                             tiny_model_path(), "--device", "cpu"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (addresses := _listening_addresses(port)):
+            assert time.monotonic() < deadline and proc.poll() is None, "server never listened"
+            time.sleep(0.2)
+        assert addresses == {"0100007F"}, addresses  # 127.0.0.1, and nothing else (no 0.0.0.0, no ::)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

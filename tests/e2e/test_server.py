@@ -13,6 +13,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 URI = "file:///tmp/dg_lsp_e2e/example.py"
 SOURCE = "def add(a, b):\n    total = a + b\n    return total\n\n\nprint(add(1, 2))\n"
+# The random tiny model's text never parses; these tests are about positions and ranges, so the documents are
+# plain text (no syntax gate) and the model gives text at every position asked for here.
+LANGUAGE = "plaintext"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=server_command()), scope="module")
@@ -25,7 +28,8 @@ async def client(lsp_client: LanguageClient):
         return types.ApplyWorkspaceEditResult(applied=True)
 
     result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=CAPABILITIES, initialization_options={"maxSteps": 4, "temperature": 0.3}))
+        capabilities=CAPABILITIES, initialization_options={"maxSteps": 4, "temperature": 0.3,
+                                                           "lengthStrategy": "search"}))
     lsp_client.init_result = result
     status = await wait_ready(lsp_client)
     assert status["state"] == "ready", status
@@ -33,7 +37,7 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-def _open(client, uri=URI, text=SOURCE, language="python", version=1):
+def _open(client, uri=URI, text=SOURCE, language=LANGUAGE, version=1):
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)))
 
@@ -64,7 +68,7 @@ async def test_incremental_change_then_inline_completion_on_one_line(client: Lan
             text="a * b")]))
     for kind in (types.InlineCompletionTriggerKind.Invoked, types.InlineCompletionTriggerKind.Automatic):
         result = await _inline(client, 2, 11, kind=kind)
-        assert isinstance(result, types.InlineCompletionList)
+        assert isinstance(result, types.InlineCompletionList) and result.items, result
         for item in result.items:
             assert item.range.start.line == item.range.end.line == 2
             assert item.range.start.character == item.range.end.character == 11
@@ -76,6 +80,7 @@ async def test_selected_completion_info_replaces_that_range(client: LanguageClie
     rng = types.Range(start=types.Position(line=1, character=4), end=types.Position(line=1, character=9))
     result = await _inline(client, 1, 9, uri=URI + "2",
                            selected=types.SelectedCompletionInfo(range=rng, text="total"))
+    assert result.items, result
     for item in result.items:
         assert item.range == rng
 
@@ -83,16 +88,18 @@ async def test_selected_completion_info_replaces_that_range(client: LanguageClie
 async def test_fill_selection_applies_an_edit_exactly_on_the_selection(client: LanguageClient):
     uri = URI + "3"
     _open(client, uri=uri)
-    rng = {"start": {"line": 1, "character": 4}, "end": {"line": 2, "character": 16}}
+    rng = {"start": {"line": 1, "character": 12}, "end": {"line": 2, "character": 4}}
     client.edits.clear()
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="dgLsp.fillSelection", arguments=[{"uri": uri, "range": rng}]))
     # The tiny model is deterministic (seed 0) and fills this hole with non-pad tokens.
-    assert result["applied"] is True and result["text"]
+    assert result["applied"] is True and result["text"].strip(), result
     assert len(client.edits) == 1
-    (edit,) = client.edits[0].changes[uri]
-    assert edit.range == types.Range(start=types.Position(line=1, character=4),
-                                     end=types.Position(line=2, character=16))
+    (change,) = client.edits[0].document_changes
+    (edit,) = change.edits
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    assert edit.range == types.Range(start=types.Position(line=1, character=12),
+                                     end=types.Position(line=2, character=4))
     assert edit.new_text == result["text"]
 
 
@@ -117,24 +124,40 @@ async def _assert_normal_request_works(client):
 async def test_position_past_the_end_is_clamped(client: LanguageClient):
     _open(client, uri=URI + "4")
     result = await _inline(client, 500, 900, uri=URI + "4")
-    assert isinstance(result, types.InlineCompletionList)
-    for item in result.items:
-        assert item.range.start.line == item.range.end.line
-        assert item.range.start.line <= SOURCE.count("\n")
+    assert isinstance(result, types.InlineCompletionList) and result.items, result
+    for item in result.items:  # the empty line after the final line break
+        assert item.range.start == item.range.end == types.Position(line=SOURCE.count("\n"), character=0)
     result = await _inline(client, 1, 900, uri=URI + "4")
+    assert result.items, result
     for item in result.items:
         assert item.range.start == types.Position(line=1, character=len("    total = a + b"))
     await _assert_normal_request_works(client)
 
 
 async def test_surrogate_pairs_use_utf16_columns(client: LanguageClient):
+    """The server converts UTF-16 columns to characters and back: checked where an echo of the requested
+    position would be wrong, and by applying the items as the editor does."""
     uri = URI + "5"
-    text = 'x = "😋😋"  # ok\ny = 1\n'
+    line0 = 'x = "😋😋"  # ok'  # 14 characters, 16 UTF-16 units (each emoji is 2)
+    text = line0 + "\ny = 1\n"
     _open(client, uri=uri, text=text)
-    # UTF-16 column 9 is right after the two emoji and the closing quote (each emoji is 2 units).
-    result = await _inline(client, 0, 9, uri=uri)
+    # Past the end of the line: clamped to its end in UTF-16 units (16), not in characters (14).
+    result = await _inline(client, 0, 99, uri=uri)
+    assert result.items, result
+    assert all(item.range.start == types.Position(line=0, character=16) for item in result.items)
+    # Inside the second emoji's surrogate pair (units 7-8): the server never splits it.
+    result = await _inline(client, 0, 8, uri=uri)
+    assert result.items, result
     for item in result.items:
-        assert item.range.start == types.Position(line=0, character=9)
+        assert item.range.start.character in (7, 9), item.range
+    # Right after the closing quote (unit 10): the edit applied in UTF-16 lands between `"` and the spaces.
+    result = await _inline(client, 0, 10, uri=uri)
+    assert result.items, result
+    for item in result.items:
+        units = line0.encode("utf-16-le")
+        start = item.range.start.character * 2
+        edited = (units[:start] + item.insert_text.encode("utf-16-le") + units[start:]).decode("utf-16-le")
+        assert edited == 'x = "😋😋"' + item.insert_text + "  # ok"
     await _assert_normal_request_works(client)
 
 
@@ -145,8 +168,10 @@ async def test_five_megabyte_document(client: LanguageClient):
     assert len(text) > 5_000_000
     _open(client, uri=uri, text=text)
     lines = text.count("\n")
-    result = await _inline(client, lines // 2 + 1, 4, uri=uri)
-    assert isinstance(result, types.InlineCompletionList)
+    line = lines // 2 + 1
+    result = await _inline(client, line, 4, uri=uri)
+    assert isinstance(result, types.InlineCompletionList) and result.items, result  # not given up on
+    assert all(item.range.start == types.Position(line=line, character=4) for item in result.items)
     await _assert_normal_request_works(client)
 
 
