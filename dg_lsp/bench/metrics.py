@@ -8,7 +8,10 @@ Definitions:
 - syntax valid: the file with the completion applied has no more tree-sitter ERROR/MISSING
   nodes than the original file (None when no grammar exists for the language); for Python,
   also compiles when the original does (tree-sitter-python accepts an empty block, so a
-  deleted function body would otherwise count as valid). Compiling does not run the code.
+  deleted function body would otherwise count as valid). Compiling does not run the code;
+- show rate: the share of requests that got a suggestion (a non-empty text, no error);
+- shown syntax-clean: among the shown suggestions, the share that is syntax valid (the file as
+  the editor holds it after accepting it). A syntax gate trades the first for the second.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ def summarize(samples: list[dict]) -> dict:
         "edit_similarity": mean([s["edit_similarity"] for s in samples]),
         "pass_at_1": mean([s["passed"] for s in samples]),
         "syntax_valid": mean([s["syntax_valid"] for s in samples]),
+        "show_rate": mean([s.get("shown") for s in samples]),
+        "shown_syntax_clean": mean([s["syntax_valid"] for s in samples if s.get("shown")]),
         "errors": sum(1 for s in samples if s.get("error")),
         "latency_ms": {
             "p50": percentile(total, 50), "p95": percentile(total, 95), "max": max(total, default=None),

@@ -31,6 +31,8 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
           "edit_similarity": float,
           "pass_at_1": float | null,                 # null where tasks have no tests
           "syntax_valid": float | null,              # null without a grammar
+          "show_rate": float | null,                 # share of requests that got a (non-empty) suggestion
+          "shown_syntax_clean": float | null,        # share of the shown suggestions that are syntax valid
           "errors": int,                             # failed requests (scored as empty)
           "latency_ms": {"p50", "p95", "max", "mean",   # floats | null; wall time per completion
                          "encode_p50", "denoise_p50",   #   engine phases (via engine only)
@@ -42,7 +44,7 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
           "peak_memory_mb": float | null             # the config's, repeated per row
       }],
       "samples": [{"label", "task_id", "kind", "language", "completion", "exact_match",
-                   "edit_similarity", "syntax_valid", "passed", "exec_status", "latency_ms",
+                   "edit_similarity", "syntax_valid", "shown", "passed", "exec_status", "latency_ms",
                    "encode_ms", "denoise_ms", "engine_ms", "steps", "tokens_per_forward",
                    "generated_tokens", "error"}]
     }
@@ -107,7 +109,7 @@ def _num(x, digits: int = 0) -> str:
 
 def markdown_table(rows: list[dict]) -> str:
     head = ["mode", "via", "steps", "kind", "lang", "n", "EM %", "ES %", "pass@1 %", "syntax %",
-            "p50 ms", "p95 ms", "max ms", "engine (enc/den) p50 ms", "steps used", "tok/fwd", "tok/s", "peak MB"]
+            "shown %", "shown clean %", "p50 ms", "p95 ms", "max ms", "engine (enc/den) p50 ms", "steps used", "tok/fwd", "tok/s", "peak MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         lat = r["latency_ms"]
@@ -116,6 +118,7 @@ def markdown_table(rows: list[dict]) -> str:
             split += f" ({lat['encode_p50']:.0f}/{_num(lat['denoise_p50'])})"
         cells = [r["mode"], r["via"], _num(r["max_steps"]), r["kind"], r["language"], str(r["n"]),
                  _pct(r["exact_match"]), _pct(r["edit_similarity"]), _pct(r["pass_at_1"]), _pct(r["syntax_valid"]),
+                 _pct(r.get("show_rate")), _pct(r.get("shown_syntax_clean")),
                  _num(lat["p50"]), _num(lat["p95"]), _num(lat["max"]), split, _num(r["steps"], 1),
                  _num(r["tokens_per_forward"], 2), _num(r["tokens_per_s"], 1), _num(r.get("peak_memory_mb"))]
         lines.append("| " + " | ".join(cells) + " |")
@@ -123,7 +126,8 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 COMPARED = (("exact_match", "EM %", _pct), ("edit_similarity", "ES %", _pct), ("pass_at_1", "pass@1 %", _pct),
-            ("syntax_valid", "syntax %", _pct), ("latency_ms.p50", "p50 ms", _num), ("latency_ms.p95", "p95 ms", _num),
+            ("syntax_valid", "syntax %", _pct), ("show_rate", "shown %", _pct),
+            ("shown_syntax_clean", "shown clean %", _pct), ("latency_ms.p50", "p50 ms", _num), ("latency_ms.p95", "p95 ms", _num),
             ("tokens_per_forward", "tok/fwd", lambda x: _num(x, 2)))
 
 

@@ -1,8 +1,15 @@
 """Runners: produce one completion per task through the engine (diffusion, autoregressive) or not at all.
 
 Every runner returns a `Completion`: an edit of the document the editor would hold
-(`prefix + suffix`, the hole removed) plus timings. Engine runners insert at the hole; the
-LSP runner (`lsp_runner.py`) returns whatever range the server's item replaces.
+(`prefix + suffix`, the hole removed) plus timings, scored as that edit applied to the document.
+The LSP runner (`lsp_runner.py`) returns the server's item: its `insertText` over its `range`.
+The diffusion engine runner (and the oracle-length diagnostic) returns what the server would send for
+the same request: the prompt windows the server builds (`extract_context`, `stable_prefix`), the
+engine's answer through the server's own post-processing and syntax gate
+(`completion.suggestion.finish_suggestion`), inserted at the cursor. Nothing is re-added for the task's
+kind: a line that loses its line break is scored as the editor would get it. The AR and no-suffix
+baselines are continuations, not the server's path: they are shaped by the task's kind
+(`shape_continuation`).
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ import time
 from dataclasses import dataclass, field
 
 from dg_lsp.bench.quality.tasks import Task
+from dg_lsp.config import Settings
+
+SERVER_DEFAULTS = Settings()  # the server's settings where the bench has no knob of its own
 
 LINE_KINDS = ("line-rest", "single-line")
 
@@ -47,6 +57,27 @@ class Completion:
 
 def insertion(task: Task, text: str, latency_ms: float, **kw) -> Completion:
     return Completion(text, len(task.prefix), len(task.prefix), latency_ms, **kw)
+
+
+@dataclass(frozen=True)
+class EditorView:
+    prefix: str  # the prompt's prefix as the server builds it (from a stable anchor)
+    ctx: object  # dg_lsp.context.CodeContext at the hole
+
+
+def editor_view(task: Task, prefix_tokens: int) -> EditorView:
+    """The context the server extracts for a cursor at the task's hole in `prefix + suffix`."""
+    from dg_lsp.completion.window import stable_prefix
+    from dg_lsp.context import extract_context
+    from dg_lsp.context.windows import CHARS_PER_TOKEN
+
+    doc = task.prefix + task.suffix
+    line = task.prefix.count("\n")
+    column = len(task.prefix) - (task.prefix.rfind("\n") + 1)
+    ctx = extract_context(doc, task.language, line, column, prefix_budget=prefix_tokens,
+                          suffix_budget=SERVER_DEFAULTS.suffix_tokens)
+    prefix, _ = stable_prefix(doc, ctx.start[0], ctx.start[1], int(prefix_tokens * CHARS_PER_TOKEN))
+    return EditorView(prefix, ctx)
 
 
 def cut_at_block_end(text: str, first_indent: int | None = None) -> str:
@@ -97,6 +128,7 @@ class EngineRunner:
         from dg_lsp.engine import DenoiseParams
 
         self.engine, self.settings = engine, settings
+        self._view: tuple[Task, EditorView] | None = None
         self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
                                     entropy_bound=settings.entropy_bound, seed=settings.seed)
         if settings.canvas:
@@ -104,33 +136,46 @@ class EngineRunner:
             engine.runner.canvas_length = settings.canvas
         _reset_cuda_peak(engine)
 
+    def view(self, task: Task) -> EditorView | None:
+        """The server's context for the task (computed once per task)."""
+        if not self.editor_view:
+            return None
+        if self._view is None or self._view[0] is not task:
+            self._view = (task, editor_view(task, self.settings.max_prompt_tokens))
+        return self._view[1]
+
     def request(self, task: Task):
         from dg_lsp.engine import InfillRequest
 
         s = self.settings
-        return InfillRequest(prefix=task.prefix, suffix=task.suffix if self.use_suffix else "",
-                             params=self.params, length_strategy=s.length_strategy, hole_lengths=s.hole_lengths,
-                             max_prompt_tokens=s.max_prompt_tokens, use_suffix=self.use_suffix, heal=s.heal)
+        prefix, suffix = task.prefix, task.suffix if self.use_suffix else ""
+        view = self.view(task)
+        if view is not None:
+            prefix, suffix = view.prefix, view.ctx.suffix
+        return InfillRequest(prefix=prefix, suffix=suffix, params=self.params, length_strategy=s.length_strategy,
+                             hole_lengths=s.hole_lengths, max_prompt_tokens=s.max_prompt_tokens,
+                             use_suffix=self.use_suffix, heal=s.heal)
 
     def complete(self, task: Task) -> Completion:
         request = self.request(task)
         t0 = time.perf_counter()
         result = self.engine.infill(request)
+        text = self.shape(task, result)
         latency = (time.perf_counter() - t0) * 1000.0
-        return insertion(task, self.shape(task, result.text), latency, timings_ms=dict(result.timings_ms),
+        return insertion(task, text, latency, timings_ms=dict(result.timings_ms),
                          steps=result.steps, tokens_per_forward=result.tokens_per_forward,
                          generated_tokens=result.generated_tokens)
 
     use_suffix = True
+    editor_view = True  # the server's windows and post-processing (see the module's docstring)
 
-    def shape(self, task: Task, text: str) -> str:
-        """Line kinds keep one line, as the AR baseline's output is shaped (same rule for every mode)."""
-        from dg_lsp.completion.postprocess import strip_control
+    def shape(self, task: Task, result) -> str:
+        """What the server sends for this answer (an invoked request: the bench's LSP runner invokes too)."""
+        from dg_lsp.completion.suggestion import finish_suggestion
 
-        text = strip_control(text)
-        if task.kind in LINE_KINDS:
-            return shape_continuation(task, text)
-        return text
+        view = self.view(task)
+        return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx, automatic=False,
+                                 selection=False, max_lines=SERVER_DEFAULTS.max_lines)
 
     def peak_memory(self) -> dict:
         return peak_memory(self.engine.loaded.device)
@@ -161,11 +206,12 @@ class NoSuffixRunner(EngineRunner):
 
     mode = "nosuffix"
     use_suffix = False
+    editor_view = False
 
-    def shape(self, task: Task, text: str) -> str:
+    def shape(self, task: Task, result) -> str:
         from dg_lsp.completion.postprocess import strip_control
 
-        return shape_continuation(task, strip_control(text))
+        return shape_continuation(task, strip_control(result.text))
 
 
 class OracleLengthRunner(EngineRunner):

@@ -40,6 +40,9 @@ def score(task: Task, completion: Completion) -> dict:
         "exact_match": metrics.exact_match(middle, task.middle) if completion.error is None else False,
         "edit_similarity": metrics.edit_similarity(middle, task.middle),
         "syntax_valid": metrics.syntax_valid(task.original, edited, task.language),
+        # the editor got a suggestion (a non-empty item): the show rate, and the share of shown ones that
+        # are syntax-clean, are what a user sees
+        "shown": completion.error is None and bool(completion.text),
         "passed": None,
         "exec_status": None,
         "latency_ms": completion.latency_ms,
