@@ -9,14 +9,25 @@
 
 Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (repeatable),
 --steps 4,8,16, --temperature, --entropy-bound, --length-strategy, --hole-lengths, --canvas,
---n, --seed, --model, --device, --dtype, --out FILE.json (plus PNG plots beside it).
+--n, --seed, --model, --device, --dtype, --out FILE.json (plus PNG plots beside it, with the `bench`
+extra: pip install 'dg-lsp[bench]'), --verbose (progress bars and INFO logs even when stderr is not
+a terminal).
+
+Tables come first (stdout), then the JSON, then the plots; without matplotlib the plots are skipped
+with one line on stderr and the command still exits 0. Bad input is one line and exit code 2; a
+model or server that cannot start, exit code 1; never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
 import shlex
 import sys
+import tempfile
+from pathlib import Path
 
 from dg_lsp.bench.options import parse_setting, positive_ints
 from dg_lsp.bench.quality import executor, report
@@ -56,6 +67,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per test program")
     g.add_argument("--exec-workers", type=int, default=2)
     g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="progress bars and INFO logs on stderr (default: only when stderr is a terminal)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,55 +97,171 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PLOTS_HINT = "plots skipped: matplotlib is not installed (pip install 'dg-lsp[bench]')"
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _quiet(verbose: bool) -> None:
+    """WARNING logs and no transformers progress bars on stderr, unless it is a terminal or `verbose`."""
+    loud = verbose or stderr_is_terminal()
+    logging.basicConfig(level=logging.INFO if loud else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not loud:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when transformers is imported
+        if "transformers" in sys.modules:
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
+def _threads() -> None:
+    """torch's CPU threads: $DG_LSP_THREADS, default 1 (see `dg-lsp serve --help`, --threads)."""
+    value = os.environ.get("DG_LSP_THREADS", "1")
+    try:
+        n = max(1, int(value))
+    except ValueError:
+        raise ValueError(f"$DG_LSP_THREADS must be an integer, got {value!r}") from None
+    import torch
+
+    torch.set_num_threads(n)
+
+
+def _check_out(path: str | None) -> None:
+    """Fail before hours of work, not after: the --out file's folder must be (or become) a writable folder."""
+    if not path:
+        return
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"--out {path} is a directory; give a file name such as {out / 'report.json'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--out {path}: cannot write in {out.parent}: {exc.strerror or exc}") from None
+
+
+def _load_tasks(args):
+    """`load_tasks`, with the file or folder named in each error about it."""
+    for root in getattr(args, "path", None) or ():
+        if not Path(root).exists():
+            raise ValueError(f"{root}: no such directory")
+    name = getattr(args, "file", None) or getattr(args, "data_dir", None) or "the task file"
+    try:
+        return load_tasks(args)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name}: not JSON lines ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a cut .gz an EOFError
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def write_plots_or_say_why(result: dict, out: str) -> list[str]:
+    """The PNG plots beside `out`, or [] and one line on stderr naming the extra that brings matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(PLOTS_HINT, file=sys.stderr)
+        return []
+    from dg_lsp.bench.quality.plots import write_plots
+
+    return [str(p) for p in write_plots(result, out)]
+
+
 def run(args, argv: list[str]) -> int:
     from dg_lsp.bench.quality.harness import BenchOptions, run_benchmark
 
-    tasks, source = load_tasks(args)
+    _check_out(args.out)
+    tasks, source = _load_tasks(args)
     if not tasks:
-        print("no tasks found", file=sys.stderr)
+        print(f"dg-lsp bench: no tasks found in {source.get('path')}", file=sys.stderr)
         return 1
+    _threads()
     settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
                            length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
                            max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed,
                            heal=not args.no_heal)
+    progress = not args.no_progress and (args.verbose or stderr_is_terminal())
     options = BenchOptions(via=args.via, baselines=tuple(dict.fromkeys(args.baseline)), steps=args.steps,
                            settings=settings, model=args.model, device=args.device, dtype=args.dtype,
                            limits=executor.Limits(timeout_s=args.exec_timeout), exec_workers=args.exec_workers,
-                           progress=not args.no_progress, lsp_settings=dict(args.lsp_setting))
+                           progress=progress, lsp_settings=dict(args.lsp_setting))
     result = run_benchmark(tasks, options, source, command="dg-lsp bench " + shlex.join(argv))
-    print(report.markdown_table(result["rows"]))
+    print(report.markdown_table(result["rows"]), flush=True)  # the table first, whatever follows
     if args.out:
-        from dg_lsp.bench.quality.plots import write_plots
-
         report.write_json(result, args.out)
-        written = [args.out] + [str(p) for p in write_plots(result, args.out)]
+        written = [args.out] + write_plots_or_say_why(result, args.out)
         print("\nwrote " + ", ".join(written), file=sys.stderr)
     return 0
 
 
+def _load_report(path: str) -> dict:
+    try:
+        return report.load_json(path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    except AttributeError:  # JSON, but not an object
+        raise ValueError(f"{path}: not a dg-lsp bench report") from None
+
+
+def _compare(a: str, b: str) -> int:
+    ra, rb = _load_report(a), _load_report(b)
+    try:
+        print(report.compare_table(ra, rb))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{a} or {b} is not a complete report (missing {exc})") from None
+    return 0
+
+
+def _error(message: str, code: int) -> int:
+    print(f"dg-lsp bench: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "gpu":  # its own options and parser
-        from dg_lsp.bench.gpu.suite import main as gpu_main
-
-        return gpu_main(argv[1:])
-    if argv and argv[0] == "typing":  # its own options and parser
-        from dg_lsp.bench.typing.suite import main as typing_main
-
-        return typing_main(argv[1:])
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
+        if argv and argv[0] in ("gpu", "typing"):  # their own options and parsers
+            verbose = any(a in ("-v", "--verbose") for a in argv[1:])
+            _quiet(verbose)
+            rest = argv[1:]
+            if argv[0] == "gpu":  # it prints no progress: --verbose only turns the logs on
+                from dg_lsp.bench.gpu.suite import main as suite_main
+
+                rest = [a for a in rest if a not in ("-v", "--verbose")]
+            else:
+                from dg_lsp.bench.typing.suite import main as suite_main
+            _threads()
+            try:
+                return suite_main(rest)
+            except SystemExit as exc:  # argparse: usage already printed
+                return exc.code if isinstance(exc.code, int) else 2
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 2
+        _quiet(getattr(args, "verbose", False))
         if args.command == "compare":
-            print(report.compare_table(report.load_json(args.a), report.load_json(args.b)))
-            return 0
+            return _compare(args.a, args.b)
         return run(args, argv)
-    except (FileNotFoundError, ValueError, argparse.ArgumentTypeError) as exc:
-        print(f"dg-lsp bench: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return 130
+    except IsADirectoryError as exc:
+        return _error(f"{exc.filename} is a directory, not a file", 2)
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return _error(f"error: {where}{exc.strerror or exc}", 2)
+    except (ValueError, argparse.ArgumentTypeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return _error(f"error: {exc}", 2)
     except RuntimeError as exc:  # the engine's ModelLoadError, or a server that cannot start
-        print(f"dg-lsp bench: {exc}", file=sys.stderr)
-        return 1
+        return _error(str(exc), 1)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
 
-from dg_lsp.cli import parse_location, parse_tcp
+import pytest
+
+from dg_lsp.cli import CliError, newline_coordinates, parse_location, parse_tcp, position_to_offset
 
 from .conftest import tiny_model_path
 
@@ -43,11 +46,132 @@ def test_complete_bad_input_gives_clear_errors(tmp_path):
     out = _dg("complete", f"{tmp_path}/missing.py:1:1", "--model", tiny_model_path())
     assert out.returncode == 2 and "cannot read" in out.stderr
     src = tmp_path / "x.py"
-    src.write_bytes(b"x = '\xff\xfe'\n\x00y = 1\n")  # undecodable bytes and a NUL
-    out = _dg("complete", f"{src}:2:1", "--model", str(tmp_path / "nope"))
-    assert out.returncode == 1 and "not found" in out.stderr
-    out = _dg("complete", f"{src}:9:99", "--model", tiny_model_path(), "--device", "cpu", "--max-steps", "2")
-    assert out.returncode == 0, out.stderr
+    src.write_text("x = 1\n")
+    out = _dg("complete", f"{src}:1:1", "--model", str(tmp_path / "nope"))
+    assert out.returncode == 1 and "not found" in out.stderr and "Traceback" not in out.stderr
+    out = _dg("complete", f"{src}:1:1", "--model", str(tmp_path / "nope"), "--json")
+    assert out.returncode == 1 and "not found" in json.loads(out.stdout)["error"]
+
+
+DEMO = "def add(a, b):\n    return \n"  # lines 1-3 (the third is empty); line 2 has columns 1-12
+
+
+def _one_line_error(out, code: int = 2) -> str:
+    assert out.returncode == code, (out.returncode, out.stdout, out.stderr)
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dg-lsp: "), out.stderr
+    return lines[0]
+
+
+def _json_error(out, code: int = 2) -> str:
+    assert out.returncode == code, (out.returncode, out.stdout, out.stderr)
+    assert out.stderr == "" and len(out.stdout.splitlines()) == 1, (out.stdout, out.stderr)
+    reply = json.loads(out.stdout)
+    assert set(reply) == {"error"} and reply["error"]
+    return reply["error"]
+
+
+@pytest.mark.parametrize("position,says", [
+    ("0:0", "line 0 is outside"), ("2:-1", "column -1 is outside line 2"), ("99:1", "line 99 is outside"),
+    ("2:999", "column 999 is outside line 2"), ("4:1", "line 4 is outside"), ("2:0", "column 0 is outside"),
+    ("2:13", "columns 1-12"),
+])
+def test_complete_rejects_a_position_outside_the_file(tmp_path, position, says):
+    src = tmp_path / "demo.py"
+    src.write_text(DEMO)
+    assert says in _one_line_error(_dg("complete", f"{src}:{position}", "--model", tiny_model_path()))
+    assert says in _json_error(_dg("complete", f"{src}:{position}", "--json", "--model", tiny_model_path()))
+
+
+@pytest.mark.parametrize("content,says", [
+    (b"x = '\xff\xfe'\ny = 1\n", "is not UTF-8 text (byte 0xff on line 1)"),
+    (b"ok = 1\n\x00\x01\x02binary\n", "is a binary file"),
+    (bytes(range(256)), "is a binary file"),
+])
+def test_complete_rejects_non_utf8_and_binary_files(tmp_path, content, says):
+    src = tmp_path / "x.py"
+    src.write_bytes(content)
+    assert says in _one_line_error(_dg("complete", f"{src}:1:1", "--model", tiny_model_path()))
+    assert says in _json_error(_dg("complete", f"{src}:1:1", "--json", "--model", tiny_model_path()))
+    assert "is a directory" in _one_line_error(_dg("complete", f"{tmp_path}:1:1"))
+
+
+def test_complete_errors_come_before_any_heavy_import(tmp_path):
+    """A bad position fails without importing torch, transformers or the engine (milliseconds, not seconds)."""
+    src = tmp_path / "demo.py"
+    src.write_text(DEMO)
+    code = ("import sys; from dg_lsp.cli import main; rc = main(['complete', sys.argv[1], '--json']); "
+            "heavy = sorted(m for m in ('torch', 'transformers', 'dg_lsp.engine', 'tree_sitter') if m in sys.modules); "
+            "print(rc, heavy)")
+    out = subprocess.run([sys.executable, "-c", code, f"{src}:9:1"], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines()[-1] == "2 []", out.stdout + out.stderr
+
+
+def test_complete_json_usage_and_setting_errors_are_json(tmp_path):
+    src = tmp_path / "demo.py"
+    src.write_text(DEMO)
+    assert "invalid choice: 'gpu'" in _json_error(_dg("complete", f"{src}:2:12", "--json", "--device", "gpu"))
+    assert "maxSteps" in _json_error(_dg("complete", f"{src}:2:12", "--json", "--max-steps", "-3"))
+    assert "maxSteps" in _one_line_error(_dg("complete", f"{src}:2:12", "--max-steps", "-3"))
+    out = subprocess.run([sys.executable, "-m", "dg_lsp", "complete", f"{src}:2:12"], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, DG_LSP_THREADS="many"))
+    assert "DG_LSP_THREADS" in _one_line_error(out)
+
+
+def test_complete_accepts_every_position_inside_the_file(tmp_path):
+    """The edges: one past the line's end, the empty last line, a CRLF file, a line after a lone CR."""
+    src = tmp_path / "demo.py"
+    src.write_text(DEMO)
+    crlf = tmp_path / "crlf.py"
+    crlf.write_bytes(b"def add(a, b):\r\n    return \r\n")
+    cr = tmp_path / "cr.py"
+    cr.write_bytes(b"x = 1\ry = \n")
+    for loc in (f"{src}:2:12", f"{src}:3:1", f"{src}:1:1", f"{crlf}:2:12", f"{cr}:2:5"):
+        out = _dg("complete", loc, "--json", "--model", tiny_model_path(), "--device", "cpu", "--max-steps", "1")
+        assert out.returncode == 0, (loc, out.stderr)
+        assert "text" in json.loads(out.stdout)
+    assert "columns 1-12" in _one_line_error(_dg("complete", f"{crlf}:2:13", "--model", tiny_model_path()))
+
+
+def test_position_helpers():
+    assert position_to_offset(DEMO, 2, 12) == len("def add(a, b):\n    return ")
+    assert newline_coordinates(DEMO, position_to_offset(DEMO, 3, 1)) == (2, 0)
+    text = "a\r\nbc\rd\n"
+    assert newline_coordinates(text, position_to_offset(text, 3, 2)) == (1, 4)  # after 'd', on '\n' line 2
+    with pytest.raises(CliError, match="lines 1-4"):
+        position_to_offset(text, 5, 1)
+
+
+def test_complete_is_quiet_unless_verbose(tmp_path):
+    """Stderr is not a terminal here: no progress bar, no INFO line; --verbose brings both back."""
+    src = tmp_path / "demo.py"
+    src.write_text(DEMO)
+    args = ("complete", f"{src}:2:12", "--json", "--model", tiny_model_path(), "--device", "cpu", "--max-steps", "1")
+    quiet = _dg(*args)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert {"imports", "load", "request"} <= set(json.loads(quiet.stdout)["wall_ms"])
+    loud = _dg(*args, "--verbose")
+    assert loud.returncode == 0 and " INFO dg_lsp." in loud.stderr and "Loading weights" in loud.stderr
+    explicit = _dg(*args, "--log-level", "info")
+    assert " INFO dg_lsp." in explicit.stderr
+
+
+def test_serve_bad_input_is_one_error_not_a_traceback(tmp_path):
+    for args, says in ((["--tcp", "abc"], "expected [HOST:]PORT"), (["--tcp", "70000"], "port must be 1-65535"),
+                       (["--log-file", str(tmp_path / "no" / "such" / "x.log")], "cannot open the log file"),
+                       (["--max-steps", "0"], "maxSteps")):
+        out = _dg("serve", "--model", tiny_model_path(), *args, timeout=60)
+        assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr, out.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        out = _dg("serve", "--tcp", str(taken.getsockname()[1]), "--model", tiny_model_path(), timeout=120)
+    assert out.returncode == 1 and "cannot listen on 127.0.0.1:" in out.stderr and "Traceback" not in out.stderr, \
+        out.stderr
+    for args in ([], ["frob"], ["complete"]):
+        out = _dg(*args, timeout=60)
+        assert out.returncode == 2 and "Traceback" not in out.stderr and "error:" in out.stderr
 
 
 def test_serve_tcp_binds_loopback_and_answers_initialize():

@@ -58,6 +58,13 @@ class TypingOptions:
     progress: bool = True
 
 
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _say(opts: TypingOptions, text: str) -> None:
     if opts.progress:
         print(text, file=sys.stderr, flush=True)
@@ -230,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--soak", type=int, default=0, metavar="N", help="also N completions on one server: memory growth")
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="progress lines on stderr even when it is not a terminal (default: only on a terminal)")
     return p
 
 
@@ -247,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                          model=args.model, device=args.device, settings=dict(args.setting), seed=args.seed,
                          repeat=max(1, args.repeat),
                          probe_tokens=args.probe_tokens, probe_reps=args.probe_reps, soak=args.soak, out=args.out,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress and (args.verbose or _stderr_is_terminal()))
     try:
         report = run(opts, "dg-lsp bench typing " + shlex.join(argv))
     except RuntimeError as exc:
