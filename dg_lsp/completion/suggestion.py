@@ -11,7 +11,8 @@ no suggestion to a broken one.
 
 from __future__ import annotations
 
-from dg_lsp.context import insertion_breaks_syntax, introduces_syntax_errors, syntax_error_count
+from dg_lsp.context import insertion_breaks_syntax, introduces_syntax_errors
+from dg_lsp.context.syntax import error_spans
 
 from .postprocess import finish
 
@@ -44,9 +45,11 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     if not text or language is None:
         return text
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
+    befores = [error_spans(p + s, language) for p, s in regions]
 
     def breaks(candidate: str) -> bool:
-        return any(insertion_breaks_syntax(p, candidate, s, language) for p, s in regions)
+        return any(insertion_breaks_syntax(p, candidate, s, language, before)
+                   for (p, s), before in zip(regions, befores))
 
     if not breaks(text):
         return text

@@ -94,15 +94,23 @@ def new_errors(before: list[tuple[str, int, int]], after: list[tuple[str, int, i
     return out
 
 
-def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str | None) -> bool:
+def error_spans(text: str, language: str | None) -> list[tuple[str, int, int]]:
+    """(type, start byte, end byte) of the ERROR and MISSING nodes of ``text`` ([] if the language is unknown)."""
+    parser = get_parser(language)
+    return [] if parser is None else _error_spans(parser.parse(text.encode("utf-8")).root_node)
+
+
+def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str | None,
+                            before: list[tuple[str, int, int]] | None = None) -> bool:
     """True when ``text`` inserted between ``prefix`` and ``suffix`` adds an ERROR/MISSING node that
     ``prefix + suffix`` did not have (see `new_errors`; an insertion that lowers the number of errors
     is accepted), or opens a string, docstring or comment that does not end inside it. Unknown languages
-    never break."""
+    never break. ``before``: `error_spans(prefix + suffix)` when the caller has it."""
     parser = get_parser(language)
     if parser is None:
         return False
-    before = _error_spans(parser.parse((prefix + suffix).encode("utf-8")).root_node)
+    if before is None:
+        before = error_spans(prefix + suffix, language)
     root = parser.parse((prefix + text + suffix).encode("utf-8")).root_node
     after = _error_spans(root)
     start = len(prefix.encode("utf-8"))
