@@ -207,7 +207,7 @@ class BatchRun:
                     row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)
                 stop = sampler.stable_and_confident(row.history, row.argmax, entropy, ~row.pinned,
                                                     p.stability_threshold, p.confidence_threshold)
-                row.sc_logits = processed.to(self.runner.model.model.decoder.embed_tokens.weight.dtype)
+                row.sc_logits = processed.to(self.runner.logits_dtype)
                 row.raw = row_raw
                 row.steps += 1
                 row.remaining -= 1

@@ -27,6 +27,8 @@ class InfillCanvas:
     suffix_head_len: int
     # additive logit biases {token id: [B, L]} applied at every denoising step (BANNED: never this token here)
     token_bias: dict[int, torch.Tensor] = field(default_factory=dict)
+    # pinned tokens before the hole (a shifted model's lead: the prompt's last token); hole k starts at `lead`
+    lead: int = 0
 
     @property
     def batch_size(self) -> int:
@@ -63,14 +65,16 @@ def build_prompt(prefix_ids: list[int], max_tokens: int, bos_id: int | None, str
     return ([bos_id] if bos_id is not None else []) + list(kept)
 
 
-def _row(hole: int, head: list[int], width: int, fill_id: int, pad_id: int):
-    ids = [fill_id] * hole + head + [pad_id] * (width - hole - len(head))
-    pinned = [False] * hole + [True] * (width - hole)
-    valid = [True] * (hole + len(head)) + [False] * (width - hole - len(head))
+def _row(hole: int, head: list[int], width: int, fill_id: int, pad_id: int, lead: list[int] = ()):
+    lead = list(lead)
+    used = len(lead) + hole + len(head)
+    ids = lead + [fill_id] * hole + head + [pad_id] * (width - used)
+    pinned = [True] * len(lead) + [False] * hole + [True] * (width - hole - len(lead))
+    valid = [True] * used + [False] * (width - used)
     return ids, pinned, valid
 
 
-def _stack(rows, prompt_ids, holes, head_len) -> InfillCanvas:
+def _stack(rows, prompt_ids, holes, head_len, lead: int = 0) -> InfillCanvas:
     ids, pinned, valid = zip(*rows)
     return InfillCanvas(
         prompt_ids=list(prompt_ids),
@@ -79,37 +83,42 @@ def _stack(rows, prompt_ids, holes, head_len) -> InfillCanvas:
         valid=torch.tensor(valid, dtype=torch.bool),
         hole_lengths=list(holes),
         suffix_head_len=head_len,
+        lead=lead,
     )
 
 
 def pad_fill_canvas(prompt_ids: list[int], suffix_ids: list[int], canvas_length: int,
-                    suffix_head_tokens: int, fill_id: int, pad_id: int) -> InfillCanvas:
-    """One row `[hole k][suffix head h]` with k + h = canvas_length and h <= suffix_head_tokens."""
+                    suffix_head_tokens: int, fill_id: int, pad_id: int, lead_ids: list[int] = ()) -> InfillCanvas:
+    """One row `[lead][hole k][suffix head h]` with k + h = canvas_length and h <= suffix_head_tokens."""
     head = list(suffix_ids[: max(0, min(suffix_head_tokens, canvas_length - 1))])
     hole = canvas_length - len(head)
-    return _stack([_row(hole, head, canvas_length, fill_id, pad_id)], prompt_ids, [hole], len(head))
+    width = len(lead_ids) + canvas_length
+    return _stack([_row(hole, head, width, fill_id, pad_id, lead_ids)], prompt_ids, [hole], len(head),
+                  len(lead_ids))
 
 
 def length_candidates_canvas(prompt_ids: list[int], suffix_ids: list[int], hole_lengths: tuple[int, ...],
-                             suffix_head_tokens: int, fill_id: int, pad_id: int) -> InfillCanvas:
-    """One row per hole length: `[hole k_i][suffix head][padding]`, all rows as wide as the longest."""
+                             suffix_head_tokens: int, fill_id: int, pad_id: int,
+                             lead_ids: list[int] = ()) -> InfillCanvas:
+    """One row per hole length: `[lead][hole k_i][suffix head][padding]`, all rows as wide as the longest."""
     holes = sorted({int(k) for k in hole_lengths if int(k) > 0})
     if not holes:
         raise ValueError("hole_lengths must contain a positive length")
     head = list(suffix_ids[: max(0, suffix_head_tokens)])
-    width = holes[-1] + len(head)
-    rows = [_row(k, head, width, fill_id, pad_id) for k in holes]
-    return _stack(rows, prompt_ids, holes, len(head))
+    width = len(lead_ids) + holes[-1] + len(head)
+    rows = [_row(k, head, width, fill_id, pad_id, lead_ids) for k in holes]
+    return _stack(rows, prompt_ids, holes, len(head), len(lead_ids))
 
 
 def fix_hole_length(canvas: InfillCanvas, tokens: int, pad_id: int, end_ids: tuple[int, ...] = ()) -> None:
     """A hole of known length, in place: every hole position from `tokens` on is pinned to the pad, and the pad
     and `end_ids` can never be chosen before it (the content fills exactly `tokens` positions)."""
     ban = torch.zeros(canvas.canvas_ids.shape)
+    a = canvas.lead
     for row, hole in enumerate(canvas.hole_lengths):
         keep = max(1, min(int(tokens), hole))
-        canvas.canvas_ids[row, keep:hole] = pad_id
-        canvas.pinned[row, keep:hole] = True
-        ban[row, :keep] = BANNED
+        canvas.canvas_ids[row, a + keep:a + hole] = pad_id
+        canvas.pinned[row, a + keep:a + hole] = True
+        ban[row, a:a + keep] = BANNED
     for tid in {pad_id, *end_ids}:
         canvas.token_bias[tid] = canvas.token_bias.get(tid, 0) + ban

@@ -101,7 +101,7 @@ class DenoiseLoop:
             finished |= sampler.stable_and_confident(history, new_argmax, entropy, hole,
                                                      params.stability_threshold, params.confidence_threshold)
             current, argmax = new_current, new_argmax
-            sc_logits = processed.to(self.runner.model.model.decoder.embed_tokens.weight.dtype)
+            sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):
                 break
         return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit)

@@ -43,7 +43,7 @@ class Engine:
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.spec = loaded.spec
-        self.runner = ModelRunner(loaded)
+        self.runner = loaded.make_runner(loaded) if loaded.make_runner else ModelRunner(loaded)
         # On CUDA the loop's decoder steps take the fixed-shape compiled path (engine/fast); elsewhere this runner
         self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id)
         self.worker = Worker()

@@ -81,16 +81,21 @@ class InfillLifecycle:
         return min(asked, cap) if cap else asked
 
     def build_canvas(self, request: InfillRequest, prompt: list[int], suffix_ids: list[int]) -> InfillCanvas:
+        """The canvas after `prompt`. A shifted model (spec.ar_shift) gets the prompt's last token as the
+        canvas's pinned lead, and the encoder prompt stops before it."""
         fill = self.spec.mask_token_id if self.spec.noise_kind == "mask" else self.pad_id
+        lead: list[int] = []
+        if self.spec.ar_shift and len(prompt) > 1:
+            prompt, lead = prompt[:-1], prompt[-1:]
         if self.strategy(request) == "pad":
             canvas = pad_fill_canvas(prompt, suffix_ids, self.runner.canvas_length, self.spec.suffix_head_tokens,
-                                     fill, self.pad_id)
+                                     fill, self.pad_id, lead)
             if request.hole_tokens is not None:
                 fix_hole_length(canvas, request.hole_tokens, self.pad_id,
                                 tuple(t for t in (self.eos_id,) if t is not None))
             return canvas
         return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
-                                        fill, self.pad_id)
+                                        fill, self.pad_id, lead)
 
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
@@ -99,7 +104,8 @@ class InfillLifecycle:
         suffix = healing.split_suffix(request.suffix, heal)[1]
         suffix_ids = self.tokenize(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
-        return prompt, self.build_canvas(request, prompt, suffix_ids), heal
+        canvas = self.build_canvas(request, prompt, suffix_ids)
+        return canvas.prompt_ids, canvas, heal
 
     def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
         """The prompt's encoder cache (a decode view when reused) and how many tokens came from the prefix cache."""
@@ -165,10 +171,10 @@ class InfillLifecycle:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
-    def hole_ids_text(self, row: torch.LongTensor, hole: int) -> tuple[str, int]:
+    def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
         """The text of a row's hole (pads and special tokens dropped, cut at end-of-text) and its token count."""
         ids = []
-        for t in row[:hole].tolist():
+        for t in row[lead:lead + hole].tolist():
             if t == self.eos_id:
                 break
             if t != self.pad_id and t not in self.tokenizer.all_special_ids:
@@ -183,13 +189,13 @@ class InfillLifecycle:
         chosen = logp.gather(-1, out.canvas.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
-            text, n = self.hole_ids_text(out.canvas[row], hole)
+            text, n = self.hole_ids_text(out.canvas[row], hole, canvas.lead)
             healed = healing.unheal(text, heal)
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1
                 mismatches += 1
                 healed = ""
-            score = float(chosen[row, :hole].mean())
+            score = float(chosen[row, canvas.lead:canvas.lead + hole].mean())
             forwards = max(1, int(out.forwards_per_row[row]))
             candidates.append((healed, score, n, hole, n / forwards))
         best = max(candidates, key=lambda c: c[1])

@@ -23,6 +23,8 @@ class LoadedModel:
     path: str
     device: str
     dtype: str
+    # builds the engine's model runner; None: the DiffusionGemma ModelRunner (engine/runner.py)
+    make_runner: object = None
 
 
 def resolve_model_path(model: str | None) -> Path:
@@ -34,6 +36,10 @@ def resolve_model_path(model: str | None) -> Path:
     path = Path(model).expanduser()
     if not path.is_dir():
         raise ModelLoadError(f"model directory not found: {path} (models load from local directories only)")
+    from .gemma3.load import is_adapter_dir
+
+    if is_adapter_dir(path):
+        return path
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{path} has no config.json: not a transformers model directory")
     return path
@@ -73,6 +79,13 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
     path = resolve_model_path(model)
     dev = pick_device(device)
     torch_dtype = pick_dtype(dtype, dev)
+    from .gemma3 import load as gemma3_load
+
+    if gemma3_load.is_adapter_dir(path):  # an adapted pretrained Gemma 3 (engine/gemma3)
+        net, tokenizer, make_runner = gemma3_load.load(path, dev, torch_dtype)
+        spec = InfillSpec.load(path)
+        log.info("loaded %s (adapted Gemma 3) on %s (%s)", path, dev, torch_dtype)
+        return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""), make_runner)
     from .fast.quant import quantization_kwargs, quantized_fraction
 
     quant_kwargs = quantization_kwargs(quantization, dev, torch_dtype)

@@ -17,6 +17,13 @@ class ModelRunner:
         self.vocab_size = self.text_config.vocab_size
         self.canvas_length = self.model.config.canvas_length
 
+    supports_static = True  # engine/fast's fixed-shape path can stand in for it
+
+    @property
+    def logits_dtype(self):
+        """The dtype self-conditioning logits are fed back in."""
+        return self.model.model.decoder.embed_tokens.weight.dtype
+
     def new_cache(self):
         from transformers import DynamicCache
 

@@ -28,6 +28,9 @@ class InfillSpec:
     add_bos: bool = True
     # Longest encoder prompt the model was trained on; requests asking for more are capped to it.
     max_prompt_tokens: int | None = None
+    # The autoregressive shift (Dream, DiffuLLaMA): the canvas starts with the prompt's last token, pinned, and
+    # the model's row j predicts position j+1 (its runner realigns the logits). The engine moves that token.
+    ar_shift: bool = False
 
     def __post_init__(self) -> None:
         if self.noise_kind not in NOISE_KINDS:

@@ -188,7 +188,7 @@ def denoise_runner(runner: ModelRunner, fast: str | None = None, **options) -> M
     if fast not in FAST_MODES:
         raise ValueError(f"fast must be one of {FAST_MODES}, got {fast!r}")
     cuda = runner.device.type == "cuda"
-    if fast == "off" or (fast == "auto" and not cuda):
+    if fast == "off" or (fast == "auto" and not cuda) or not getattr(runner, "supports_static", True):
         return runner
     options.setdefault("compile", cuda)
     options.setdefault("width_buckets", DEFAULT_WIDTH_BUCKETS)

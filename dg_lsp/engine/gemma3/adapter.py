@@ -147,6 +147,16 @@ class ReadOnlyCache:
         return torch.cat([k, key_states], dim=-2), torch.cat([v, value_states], dim=-2)
 
 
+def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length: int, device=None):
+    """All-visible 4D masks {kind: [B, 1, L, stored + L]}: every canvas row sees every stored key of its layer
+    (a sliding layer stores fewer) and the whole canvas."""
+    masks = {}
+    for kind in set(layer_types):
+        stored = cache.stored_length(layer_types.index(kind))
+        masks[kind] = torch.ones(batch, 1, length, stored + length, dtype=torch.bool, device=device)
+    return masks
+
+
 def decoder_embeddings(model: nn.Module, adapter: Adapter, ids: torch.LongTensor) -> torch.Tensor:
     """Input embeddings of a canvas [B, L] -> [B, L, H]: the base model's, with the learned <mask>."""
     text = text_model(model)

@@ -39,8 +39,7 @@ def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: flo
     ids = torch.tensor([[prompt[-1]] + [run.mask_id] * HOLE_SLOTS + head])
     width = ids.shape[1]
     pos = torch.arange(n_cached, n_cached + width)[None]
-    mask = torch.ones(1, 1, width, n_cached + width, dtype=torch.bool)
-    masks = {k: mask for k in run.layer_kinds}
+    masks = A.open_masks(ro, run.cfg.layer_types, 1, width)
     w = run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight)
     vocab_ids = run.vocab.ids
     steps = 0

