@@ -11,8 +11,8 @@ no suggestion to a broken one.
 
 from __future__ import annotations
 
-from dg_lsp.context import insertion_breaks_syntax, introduces_syntax_errors
-from dg_lsp.context.syntax import error_spans
+from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
+from dg_lsp.context.syntax import error_spans, insertion_lands_clean
 
 from .postprocess import finish
 
@@ -36,18 +36,53 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
     return ordered[0][0]
 
 
+def _spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:
+    """An error node runs across the hole: the text inserted there lands inside it, whatever it is."""
+    return any(start < hole < end for _, start, end in spans)
+
+
+def _lines_around(prefix: str, suffix: str, k: int) -> tuple[str, str]:
+    above, below = prefix.split("\n"), suffix.split("\n")
+    return ("\n".join(above[max(len(above) - 1 - k, 0):]),
+            "\n".join(below[:k + 1]) + ("\n" if len(below) > k + 1 else ""))
+
+
+def _local_region(prefix: str, suffix: str, language: str, sizes: tuple[int, ...] = (24, 8, 3, 1)):
+    """The largest run of lines around the hole (`sizes` lines each side) whose text without the suggestion
+    has no error node across the hole, with its error spans; None if even one line each side has one."""
+    for k in sizes:
+        p, s = _lines_around(prefix, suffix, k)
+        spans = error_spans(p + s, language)
+        if not _spans_hole(spans, len(p.encode("utf-8"))):
+            return (p, s), spans
+    return None
+
+
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               scope: tuple[str, str] | None = None) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
-    that breaks nothing; else "". A whole-line text (ending in a line break and the cursor's indentation)
-    is judged as it is: its line break is part of it. Unknown languages pass unchecked."""
-    if not text or language is None:
+    that breaks nothing; else "". Where an error node of the text without the suggestion runs across the
+    hole in both (a bracket or string left open above), the lines nearest the hole are judged instead; if
+    even the hole's own lines are broken across it, the text must leave no error on itself in the scope
+    (it mends the line). A whole-line text (ending in a line break and the cursor's indentation) is judged as
+    it is: its line break is part of it. Unknown languages pass unchecked."""
+    if not text or get_parser(language) is None:
         return text
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
     befores = [error_spans(p + s, language) for p, s in regions]
+    mend = None
+    if all(_spans_hole(before, len(p.encode("utf-8"))) for (p, _), before in zip(regions, befores)):
+        local = _local_region(prefix, suffix, language)  # every region is blind at the hole: look closer
+        if local is None:
+            mend = regions[-1]  # the scope's lines where there is one (never cut inside a string)
+        else:
+            regions.append(local[0])
+            befores.append(local[1])
 
     def breaks(candidate: str) -> bool:
+        if mend is not None:
+            return not insertion_lands_clean(mend[0], candidate, mend[1], language)
         return any(insertion_breaks_syntax(p, candidate, s, language, before)
                    for (p, s), before in zip(regions, befores))
 

@@ -120,5 +120,20 @@ def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str |
     return opens_unclosed_literal(root, start, start + inserted)
 
 
+def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | None) -> bool:
+    """No ERROR/MISSING node of ``prefix + text + suffix`` touches ``text``, and ``text`` opens no literal it
+    does not close (a stricter test than `insertion_breaks_syntax`, for a hole whose own line is broken
+    across it: the text must mend it). Unknown languages land clean."""
+    parser = get_parser(language)
+    if parser is None:
+        return True
+    root = parser.parse((prefix + text + suffix).encode("utf-8")).root_node
+    start = len(prefix.encode("utf-8"))
+    end = start + len(text.encode("utf-8"))
+    if any(s < end and e > start or start <= s == e <= end for _, s, e in _error_spans(root)):
+        return False
+    return not opens_unclosed_literal(root, start, end)
+
+
 def _count_errors(root: Node) -> int:
     return len(_error_spans(root))

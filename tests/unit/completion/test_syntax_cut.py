@@ -58,3 +58,16 @@ def test_trailing_blank_lines_and_double_spaces_at_the_join_are_dropped():
     ctx = extract_context(doc_prefix + doc_suffix, "python", 1, len("    y = "))
     out = finish_suggestion(" 1  \n    \n", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
     assert out == "1"
+
+
+def test_an_error_that_runs_over_the_hole_elsewhere_in_the_window_does_not_hide_new_ones():
+    # a bracket left open far above: its ERROR node spans the hole in the whole window
+    prefix = "x = f(\n\n\ndef h():\n    z = 0\n"
+    suffix = "    return z\n"
+    assert clean_cut("    y = 1\n", prefix, suffix, "python") == "    y = 1\n"
+    assert clean_cut("    y = = 1\n", prefix, suffix, "python") == ""
+
+
+def test_a_hole_whose_own_line_is_broken_across_it_shows_nothing():
+    # random-span: "get_pager_fi|" ... "color)" on one line; the ERROR spans the hole whatever is inserted
+    assert clean_cut("late", "def f():\n    from .x import get_pager_fi", "color)\n", "python") == ""
