@@ -202,7 +202,7 @@ class BatchRun:
             done = []
             for i, row in enumerate(rows):
                 row_raw = raw[i:i + 1]
-                temp = 1.0 if greedy else sampler.temperature_at(row.remaining, p.max_steps, t_max, t_min)
+                temp = sampler.step_temperature(greedy, row.remaining, p.max_steps, t_max, t_min)
                 processed, row.current, row.argmax, entropy = self.loop.update(
                     row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)
                 stop = sampler.stable_and_confident(row.history, row.argmax, entropy, ~row.pinned,

@@ -90,7 +90,7 @@ class DenoiseLoop:
                 for tid, bias in biases:
                     raw[..., tid] += bias.to(raw.dtype)
             steps += 1
-            temp = 1.0 if greedy else sampler.temperature_at(remaining, params.max_steps, t_max, t_min)
+            temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_max, t_min)
             processed, new_current, new_argmax, entropy = self.update(raw / temp, current, pinned, fixed, params,
                                                                       generator, greedy)
             if finished.any():  # rows that stopped keep their state, as generate() does

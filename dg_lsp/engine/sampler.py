@@ -10,6 +10,19 @@ from __future__ import annotations
 import torch
 
 
+# Greedy decoding (temperature 0) still needs a temperature for the entropy the acceptance (EB-sampler) and the
+# stop test read: untempered (1.0) entropies kept every position above the bound and greedy always ran all
+# max_steps. Greedy reads them at 0.2, the default sampling temperature's start. The tokens are argmax either way.
+GREEDY_ACCEPT_TEMPERATURE = 0.2
+
+
+def step_temperature(greedy: bool, steps_remaining: int, max_steps: int, t_max: float, t_min: float) -> float:
+    """The temperature one denoising step divides its logits by."""
+    if greedy:
+        return GREEDY_ACCEPT_TEMPERATURE
+    return temperature_at(steps_remaining, max_steps, t_max, t_min)
+
+
 def temperature_at(steps_remaining: int, max_steps: int, t_max: float, t_min: float) -> float:
     """Linear schedule t_max -> t_min; `steps_remaining` counts down from max_steps to 1."""
     return t_min + (t_max - t_min) * (steps_remaining / max_steps)

@@ -140,3 +140,33 @@ def test_objective_canvas_layout():
     assert b.targets[:4].tolist() == [20, 21, 22, 0]
     # the empty hole scores only its first pad
     assert b.targets[4:].tolist() == [0] and b.rows[4:].tolist() == [w]
+
+
+def test_greedy_stops_before_max_steps(adapted_dir, monkeypatch):
+    """Issue 15.1: at temperature 0 the acceptance and stop tests read tempered entropies
+    (sampler.GREEDY_ACCEPT_TEMPERATURE), so a confident, self-consistent model stops early; read untempered (the
+    old 1.0) the same model runs every step. The model: the tiny runner with its decode replaced by fixed logits,
+    each position favouring one token by 10 nats over 383 others (p = 0.98, entropy about 0.1 nats at 1.0:
+    never below the stop threshold; about 0 at 0.2)."""
+    from dg_lsp.engine import Engine, sampler
+
+    engine = Engine.load(str(adapted_dir), device="cpu")
+    runner = engine.runner
+    real = runner.decode
+
+    def confident(canvas, cache, positions, sc, mask, sc_mask=None):
+        logits = torch.zeros_like(real(canvas, cache, positions, sc, mask))
+        b, length, _ = logits.shape
+        logits[:, torch.arange(length), 40 + torch.arange(length)] = 10.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", confident)
+    try:
+        req = dict(prefix="def f(x):\n    return x", suffix="\n", params=DenoiseParams(temperature=0, max_steps=12))
+        fast = engine.infill(InfillRequest(**req))
+        monkeypatch.setattr(sampler, "GREEDY_ACCEPT_TEMPERATURE", 1.0)
+        slow = engine.infill(InfillRequest(**req))
+    finally:
+        engine.close()
+    assert fast.steps < 12, fast.steps
+    assert slow.steps == 12, slow.steps
