@@ -4,12 +4,16 @@
 benchmark scores exactly what the editor receives). A suggestion is shown only if it adds no
 tree-sitter ERROR/MISSING node to the window around the hole nor to the enclosing scope parsed alone
 (`scope_window`: the scope's lines, or the top-level statement's outside any scope), and opens no string,
-docstring or comment it does not close; a multi-line one is cut to its longest
+docstring or comment it does not close (Python: and a scope or window that compiles without it still
+compiles with it); a multi-line one is cut to its longest
 clean run of leading lines; when no cut is clean the answer is "" (nothing is shown): a user prefers
 no suggestion to a broken one.
 """
 
 from __future__ import annotations
+
+import ast
+import textwrap
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
 from dg_lsp.context.syntax import error_spans, insertion_lands_clean
@@ -34,6 +38,15 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
         if not introduces_syntax_errors(window, prefix + text + suffix, language):
             return text
     return ordered[0][0]
+
+
+def python_compiles(text: str) -> bool:
+    """`text`, its common indentation removed, compiles as Python (to an AST only: nothing runs)."""
+    try:
+        compile(textwrap.dedent(text), "<suggestion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
 
 
 def _spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:
@@ -80,7 +93,13 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             regions.append(local[0])
             befores.append(local[1])
 
+    # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
+    # suggestion must compile with it
+    compiled = [(p, s) for p, s in regions if python_compiles(p + s)] if language == "python" else []
+
     def breaks(candidate: str) -> bool:
+        if any(not python_compiles(p + candidate + s) for p, s in compiled):
+            return True
         if mend is not None:
             return not insertion_lands_clean(mend[0], candidate, mend[1], language)
         return any(insertion_breaks_syntax(p, candidate, s, language, before)

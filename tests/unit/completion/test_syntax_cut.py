@@ -71,3 +71,10 @@ def test_an_error_that_runs_over_the_hole_elsewhere_in_the_window_does_not_hide_
 def test_a_hole_whose_own_line_is_broken_across_it_shows_nothing():
     # random-span: "get_pager_fi|" ... "color)" on one line; the ERROR spans the hole whatever is inserted
     assert clean_cut("late", "def f():\n    from .x import get_pager_fi", "color)\n", "python") == ""
+
+
+def test_python_that_tree_sitter_takes_but_does_not_compile_is_not_shown():
+    prefix = "def f(x):\n    if x:\n"
+    suffix = "        return 1\n    return 2\n"
+    assert clean_cut("            y = 1\n", prefix, suffix, "python") == ""  # an unexpected indent
+    assert clean_cut("        y = 1\n", prefix, suffix, "python") == "        y = 1\n"
