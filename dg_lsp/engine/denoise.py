@@ -45,8 +45,8 @@ class DenoiseLoop:
                fixed: torch.LongTensor, params: DenoiseParams, generator, greedy: bool):
         """One step's canvas update from the step's tempered logits: sample, accept the low-entropy hole
         positions (EB-sampler), re-noise the rest. Returns (processed, new canvas, argmax canvas, entropy)."""
-        drawn = sampler.sample_tokens(processed, generator, greedy, params.reference_sampling)
-        new_argmax = torch.where(pinned, fixed, processed.argmax(dim=-1))
+        drawn = self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy, params.reference_sampling))
+        new_argmax = torch.where(pinned, fixed, self.runner.ids_of(processed.argmax(dim=-1)))
         entropy = sampler.token_entropy(processed, params.reference_sampling)
         accept = sampler.entropy_bound_accept(entropy, params.entropy_bound, ~pinned) | pinned
         accepted = torch.where(accept, drawn, current)
@@ -74,7 +74,8 @@ class DenoiseLoop:
         finished = torch.zeros(fixed.shape[0], dtype=torch.bool, device=dev)
         forwards = torch.zeros(fixed.shape[0], dtype=torch.int, device=dev)
         history: list[torch.LongTensor] = []
-        biases = [(tid, bias.to(dev)) for tid, bias in canvas.token_bias.items()]
+        biases = [(self.runner.column_of(tid), bias.to(dev)) for tid, bias in canvas.token_bias.items()]
+        biases = [(col, bias) for col, bias in biases if col is not None]
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
             if cancel is not None and cancel.is_set():

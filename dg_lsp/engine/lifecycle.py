@@ -186,7 +186,8 @@ class InfillLifecycle:
         if out.cancelled or out.logits is None:
             return InfillResult(text="", steps=out.steps, cancelled=out.cancelled, deadline_hit=out.deadline_hit)
         logp = torch.log_softmax(out.logits.float(), dim=-1)
-        chosen = logp.gather(-1, out.canvas.unsqueeze(-1)).squeeze(-1)  # [B, L]
+        columns = self.runner.columns_of(out.canvas.to(logp.device))
+        chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
             text, n = self.hole_ids_text(out.canvas[row], hole, canvas.lead)

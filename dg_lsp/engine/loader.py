@@ -29,7 +29,9 @@ class LoadedModel:
 
 def resolve_model_path(model: str | None) -> Path:
     if not model:
-        if not (DEFAULT_MODEL_DIR / "config.json").is_file():
+        from .gemma3.load import is_adapter_dir
+
+        if not ((DEFAULT_MODEL_DIR / "config.json").is_file() or is_adapter_dir(DEFAULT_MODEL_DIR)):
             raise ModelLoadError(
                 f"the embedded default model is not installed at {DEFAULT_MODEL_DIR}; pass --model DIR")
         return DEFAULT_MODEL_DIR

@@ -60,6 +60,8 @@ def resolve_model(model: str | None) -> tuple[str, str]:
 
     if model:
         return model, "given"
-    if (DEFAULT_MODEL_DIR / "config.json").is_file():
+    from dg_lsp.engine.gemma3.load import is_adapter_dir
+
+    if (DEFAULT_MODEL_DIR / "config.json").is_file() or is_adapter_dir(DEFAULT_MODEL_DIR):
         return str(DEFAULT_MODEL_DIR), "embedded"
     return str(training_size_model()), "fresh-training-size"

@@ -6,7 +6,8 @@
 - the model keeps the autoregressive shift (dg_lsp.json `ar_shift`): the canvas starts with the prompt's last
   token (the engine moves it there, engine/lifecycle.py) and row j predicts position j+1, so the runner returns
   logits realigned to the position they predict;
-- outputs come from the restricted vocabulary (vocab.py) and are scattered back to full ids;
+- outputs come from the restricted vocabulary (vocab.py): logit column c is token `output_ids[c]`, which the
+  denoising loop maps back (ModelRunner.ids_of);
 - the hole ends at its first pad: once a pad is in a row's canvas, every later position is a pad (the
   training objective never scores after it).
 """
@@ -35,6 +36,12 @@ class Gemma3Runner(ModelRunner):
         self.canvas_length = canvas_length
         self.pad_id = self.text_config.pad_token_id or 0
         self._head = vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
+        self.output_ids = vocab.ids.to(self.device)  # decode() returns logits over these columns only
+        self._columns = vocab.index
+        pad_col = self.column_of(self.pad_id)
+        if pad_col is None:
+            raise ValueError("the output vocabulary lacks the pad token")
+        self.pad_column = pad_col
 
     @property
     def logits_dtype(self):
@@ -61,7 +68,7 @@ class Gemma3Runner(ModelRunner):
     def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
                self_conditioning_logits: torch.Tensor | None, mask,
                self_conditioning_mask: torch.BoolTensor | None = None) -> torch.Tensor:
-        """Logits [B, L, V] (float32, full vocabulary) for the canvas [B, L]; no self-conditioning."""
+        """Logits [B, L, V'] (float32, over `output_ids`) for the canvas [B, L]; no self-conditioning."""
         b, length = canvas.shape
         canvas = canvas.to(self.device)
         if mask is None:
@@ -71,14 +78,14 @@ class Gemma3Runner(ModelRunner):
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask)  # [B, L, H]
         small = (hidden @ self._head.t().to(hidden.dtype)).float()  # [B, L, V'] row j -> position j+1
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
-        logits = self.vocab.scatter_full(shifted, BANNED)
+        logits = shifted
         # after the first pad of a row, only pads
         is_pad = canvas == self.pad_id
         is_pad[:, 0] = False
         after = (torch.cumsum(is_pad.int(), dim=1) - is_pad.int()) > 0  # strictly after the first pad
         if bool(after.any()):
-            forced = torch.full((self.vocab_size,), BANNED, device=self.device)
-            forced[self.pad_id] = 0.0
+            forced = torch.full((logits.shape[-1],), BANNED, device=self.device)
+            forced[self.pad_column] = 0.0
             logits = torch.where(after.unsqueeze(-1), forced, logits)
         return logits
 

@@ -106,8 +106,8 @@ def test_engine_shifted_canvas_and_pad_forcing(adapted_dir):
         ids[0, 3] = engine.pad_id
         cache, _ = runner.encode(prompt)
         logits = runner.decode(ids, cache, canvas.position_ids(), None, None)
-        assert logits.shape == (1, canvas.length, runner.vocab_size)
-        after = logits[0, 4:].argmax(-1)
+        assert logits.shape == (1, canvas.length, len(runner.output_ids))
+        after = runner.ids_of(logits[0, 4:].argmax(-1))
         assert bool((after == engine.pad_id).all())
         assert bool((logits[0, 1:4] > -1000).sum(-1).gt(1).all())  # before it: the model's own choice
         r1 = engine.infill(req)
