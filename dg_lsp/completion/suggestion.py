@@ -5,9 +5,8 @@ benchmark scores exactly what the editor receives). A suggestion is shown only i
 tree-sitter ERROR/MISSING node to the window around the hole nor to the enclosing scope parsed alone
 (`scope_window`: the scope's lines, or the top-level statement's outside any scope), and opens no string,
 docstring or comment it does not close (Python: and a scope or window that compiles without it still
-compiles with it); a multi-line one is cut to its longest
-clean run of leading lines; when no cut is clean the answer is "" (nothing is shown): a user prefers
-no suggestion to a broken one.
+compiles with it); a multi-line one is cut to its longest clean run of leading lines; when no cut is
+clean the answer is "" (nothing is shown): a user prefers no suggestion to a broken one.
 """
 
 from __future__ import annotations
