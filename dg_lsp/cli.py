@@ -312,7 +312,7 @@ def cmd_model(args) -> int:
               f"\n  {base_dir(base)}: {state}")
         return 0
     try:
-        print(build(base, quiet=not args.verbose))
+        print(build(base))
     except ModelLoadError as exc:
         raise CliError(str(exc), 1) from exc
     return 0

@@ -45,7 +45,9 @@ def _say(msg: str) -> None:
 
 
 def build(base: dict, quiet: bool = False) -> Path:
-    """Build (once) and return the base model directory. Raises ModelLoadError with what to install."""
+    """Build (once) and return the base model directory. Raises ModelLoadError with what to install.
+    A one-line message on stderr says that it builds and where (unless `quiet`); progress bars follow
+    transformers' global setting (the CLI turns them off unless stderr is a terminal or --verbose)."""
     target = base_dir(base)
     if is_built(base):
         return target
@@ -69,10 +71,6 @@ def build(base: dict, quiet: bool = False) -> Path:
         gguf_path = pkg.assemble(work / base["file"])  # checks the SHA256
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        if quiet:
-            hf_logging.disable_progress_bar()
         tok = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf_path.name, dtype=torch.float32)
         model.hf_quantizer = None  # dequantised floats: save them as a plain model
