@@ -28,6 +28,15 @@ from .types import DenoiseParams, InfillRequest, InfillResult
 from .worker import Job, Worker
 
 
+def make_runner(loaded: LoadedModel) -> ModelRunner:
+    """The runner of a loaded model's kind: DiffusionGemma's, or an adapted Gemma 3's (engine/gemma3)."""
+    if loaded.kind == "gemma3-lora":
+        from .gemma3.runner import Gemma3Runner
+
+        return Gemma3Runner(loaded, loaded.parts["adapter"], loaded.parts["vocab"], loaded.parts["canvas_length"])
+    return ModelRunner(loaded)
+
+
 def _superseded() -> InfillResult:
     return InfillResult(text="", cancelled=True)
 
@@ -43,7 +52,7 @@ class Engine:
         self.loaded = loaded
         self.tokenizer = loaded.tokenizer
         self.spec = loaded.spec
-        self.runner = loaded.make_runner(loaded) if loaded.make_runner else ModelRunner(loaded)
+        self.runner = make_runner(loaded)
         # On CUDA the loop's decoder steps take the fixed-shape compiled path (engine/fast); elsewhere this runner
         self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id)
         self.worker = Worker()

@@ -23,8 +23,9 @@ class LoadedModel:
     path: str
     device: str
     dtype: str
-    # builds the engine's model runner; None: the DiffusionGemma ModelRunner (engine/runner.py)
-    make_runner: object = None
+    # "diffusiongemma" (engine/runner.py) or "gemma3-lora" (engine/gemma3: `parts` holds adapter, vocab, canvas)
+    kind: str = "diffusiongemma"
+    parts: dict | None = None
 
 
 def resolve_model_path(model: str | None) -> Path:
@@ -84,10 +85,11 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
     from .gemma3 import load as gemma3_load
 
     if gemma3_load.is_adapter_dir(path):  # an adapted pretrained Gemma 3 (engine/gemma3)
-        net, tokenizer, make_runner = gemma3_load.load(path, dev, torch_dtype)
+        net, tokenizer, parts = gemma3_load.load(path, dev, torch_dtype)
         spec = InfillSpec.load(path)
         log.info("loaded %s (adapted Gemma 3) on %s (%s)", path, dev, torch_dtype)
-        return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""), make_runner)
+        return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""),
+                           gemma3_load.ARCHITECTURE, parts)
     from .fast.quant import quantization_kwargs, quantized_fraction
 
     quant_kwargs = quantization_kwargs(quantization, dev, torch_dtype)

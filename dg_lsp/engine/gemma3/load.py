@@ -37,7 +37,7 @@ def is_adapter_dir(path: Path) -> bool:
 
 
 def load(path: Path, device: str, torch_dtype, quiet: bool = False):
-    """(model, tokenizer, runner factory) for an adapter directory."""
+    """(model, tokenizer, runner parts) for an adapter directory; engine/engine.py builds its Gemma3Runner."""
     meta = read_meta(path)
     weights = Path(path) / "adapter.safetensors"
     if meta is None or not weights.is_file():
@@ -65,10 +65,4 @@ def load(path: Path, device: str, torch_dtype, quiet: bool = False):
     model.to(device)
     model.eval()
     canvas_length = int(ad.get("hole_slots", 32)) + int(meta.get("suffix_head_tokens", 8))
-
-    def make_runner(loaded):
-        from .runner import Gemma3Runner
-
-        return Gemma3Runner(loaded, adapter, vocab, canvas_length)
-
-    return model, tokenizer, make_runner
+    return model, tokenizer, {"adapter": adapter, "vocab": vocab, "canvas_length": canvas_length}
