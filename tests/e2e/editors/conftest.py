@@ -45,7 +45,7 @@ def nvim() -> Nvim:
 
 
 def has_default_model() -> bool:
-    return DEFAULT_MODEL_DIR.is_dir() and any(DEFAULT_MODEL_DIR.iterdir())
+    return (DEFAULT_MODEL_DIR / "adapter.safetensors").is_file() or (DEFAULT_MODEL_DIR / "config.json").is_file()
 
 
 MODELS = [
