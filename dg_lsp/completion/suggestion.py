@@ -5,13 +5,16 @@ benchmark scores exactly what the editor receives). A suggestion is shown only i
 tree-sitter ERROR/MISSING node to the window around the hole nor to the enclosing scope parsed alone
 (`scope_window`: the scope's lines, or the top-level statement's outside any scope), and opens no string,
 docstring or comment it does not close (Python: and a scope or window that compiles without it still
-compiles with it); a multi-line one is cut to its longest clean run of leading lines; when no cut is
-clean the answer is "" (nothing is shown): a user prefers no suggestion to a broken one.
+compiles with it); a multi-line one is cut to its longest clean run of leading lines, a broken first
+line of a text inside a line to its longest clean start (at the end of a word or a closing bracket; a
+whole-line text is shown whole or not at all); when no cut is clean the answer is ""
+(nothing is shown): a user prefers no suggestion to a broken one.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
@@ -74,7 +77,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               scope: tuple[str, str] | None = None) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
-    that breaks nothing; else "". Where an error node of the text without the suggestion runs across the
+    that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node of the text without the suggestion runs across the
     hole in both (a bracket or string left open above), the lines nearest the hole are judged instead; if
     even the hole's own lines are broken across it, the text must leave no error on itself in the scope
     (it mends the line). A whole-line text (ending in a line break and the cursor's indentation) is judged as
@@ -107,13 +110,33 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     if not breaks(text):
         return text
     lines = text.split("\n")
-    if not lines[-1].strip():  # a whole-line text: without its line break it would join the next text
+    tail = ""
+    if len(lines) > 1 and not lines[-1].strip():  # a whole-line text: its line break stays on every cut
+        tail, lines = "\n" + lines[-1], lines[:-1]
+    else:
+        for k in range(len(lines) - 1, 0, -1):
+            cut = "\n".join(lines[:k]).rstrip(" \t")
+            if cut.strip() and not breaks(cut):
+                return cut
+    if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
         return ""
-    for k in range(len(lines) - 1, 0, -1):
-        cut = "\n".join(lines[:k]).rstrip(" \t")
-        if cut.strip() and not breaks(cut):
+    for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
+        if not breaks(cut):
             return cut
     return ""
+
+
+_PIECES = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def _line_cuts(line: str, most: int = 12) -> list[str]:
+    """Shorter starts of `line`, longest first, each ending at the end of a word or a closing bracket
+    (never in a blank run, never after an operator or an opening quote); at most `most` of them (each is
+    a parse or two)."""
+    ends = [m.end() for m in _PIECES.finditer(line)
+            if (m.group()[0].isalnum() or m.group() in ")]}_") and m.end() < len(line.rstrip())]
+    indent = len(line) - len(line.lstrip())
+    return [line[:end] for end in reversed(ends) if end > indent][:most]
 
 
 def _top_level_lines(above: list[str], below: list[str]) -> tuple[int, int]:

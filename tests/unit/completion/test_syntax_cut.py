@@ -26,11 +26,16 @@ def test_clean_text_and_unknown_languages_are_unchanged():
 
 
 def test_no_clean_cut_shows_nothing():
-    # before the gate, both were passed on whole: a broken suggestion was shown when no cut was clean
+    # before the gate, these were passed on whole: a broken suggestion was shown when no cut was clean
     assert clean_cut("((\n    ]]", PREFIX, SUFFIX, "python") == ""
-    assert clean_cut(") ((", PREFIX, SUFFIX, "python") == ""  # one broken line: nothing to cut, nothing shown
     salad = "import import import import"
     assert clean_cut(salad, "", "\n", "python") == ""
+    assert clean_cut("    y = = 1\n", "def f():\n", "    return 2\n", "python") == ""  # a whole line: all or nothing
+
+
+def test_a_broken_line_inside_a_line_keeps_its_longest_clean_start():
+    assert clean_cut(") ((", PREFIX, SUFFIX, "python") == ")"  # was passed on whole
+    assert clean_cut("x + (", "y = ", "\n", "python") == "x"
 
 
 def test_a_suggestion_that_opens_a_docstring_it_does_not_close_is_not_shown():
@@ -39,8 +44,8 @@ def test_a_suggestion_that_opens_a_docstring_it_does_not_close_is_not_shown():
     # the open docstring pairs with the next function's: tree-sitter may even find the file clean
     assert clean_cut('    """Return x.\n', prefix, suffix, "python") == ""
     assert clean_cut('    """Return x."""\n', prefix, suffix, "python") == '    """Return x."""\n'
-    assert clean_cut("x = 'abc", "", "\n", "python") == ""
-    assert clean_cut("a  # note", "x = f(", ")\n", "python") == ""  # a comment that swallows the suffix
+    assert clean_cut("x = 'abc", "", "\n", "python") == "x"  # inside a line: the clean start before the quote
+    assert clean_cut("a  # note", "x = f(", ")\n", "python") == "a"  # a comment that swallows the suffix
 
 
 def test_production_path_gates_an_invoked_suggestion():
@@ -48,8 +53,9 @@ def test_production_path_gates_an_invoked_suggestion():
     doc_suffix = "\n    return acc\n"
     ctx = extract_context(doc_prefix + doc_suffix, "python", 3, len("        acc += "))
     show = finish_suggestion("x", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
-    hide = finish_suggestion("x +", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
-    assert show == "x" and hide == ""
+    cut = finish_suggestion("x + (", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    hide = finish_suggestion("+ (", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    assert show == "x" and cut == "x" and hide == ""
 
 
 def test_trailing_blank_lines_and_double_spaces_at_the_join_are_dropped():
