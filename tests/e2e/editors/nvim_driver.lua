@@ -4,6 +4,7 @@
 -- Inputs (environment): DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file),
 -- DG_TEST_INSERT_LINE (1-based line inside a function, cursor goes to its end),
 -- DG_TEST_FILL (JSON {line, start_col, end_col}: 1-based line, 0-based byte cols, end exclusive),
+-- DG_TEST_LONG_LINES (how many lines to append for a fill the server must refuse as too long),
 -- DG_TEST_TIMEOUT_MS. Steps run in a coroutine that sleeps on timers, so Neovim's main loop
 -- (insert mode, LSP messages, the renderers' debounce timers) keeps running between them.
 local api = vim.api
@@ -150,32 +151,96 @@ local function complete_and_accept(bufnr)
   api.nvim_buf_set_lines(bufnr, 0, -1, true, vim.split(before, '\n', { plain = true }))
 end
 
--- 3. :DgFill on a charwise visual selection; record the edit the server sent back.
-local function fill_selection(bufnr)
-  local spec = vim.json.decode(env.DG_TEST_FILL)
+-- The answers to dgLsp.fillSelection requests, in order: the client's `request` is wrapped so the
+-- plugin's own handler still runs.
+local fill_answers = {}
+local function record_fill_answers(c)
+  local request = c.request
+  c.request = function(self, method, params, handler, ...)
+    if method == 'workspace/executeCommand' and params and params.command == 'dgLsp.fillSelection' then
+      local inner = handler
+      handler = function(err, result, ...)
+        table.insert(fill_answers, { err = err, result = result })
+        if inner then
+          return inner(err, result, ...)
+        end
+      end
+    end
+    return request(self, method, params, handler, ...)
+  end
+end
+
+-- workspace/applyEdit requests the server sends while `fn` runs (applied by Neovim's own handler).
+local function with_apply_edits(fn)
   local edits = {}
   local default = vim.lsp.handlers['workspace/applyEdit']
   vim.lsp.handlers['workspace/applyEdit'] = function(err, params, ctx, config)
     table.insert(edits, params)
     return default(err, params, ctx, config)
   end
-  -- Select byte columns [start_col, end_col) of the line: '< and '> are inclusive.
-  local line = api.nvim_buf_get_lines(bufnr, spec.line - 1, spec.line, true)[1]
-  local last = vim.str_utf_start(line, spec.end_col) + spec.end_col - 1
-  api.nvim_win_set_cursor(0, { spec.line, spec.start_col })
-  vim.cmd('normal! v')
-  api.nvim_win_set_cursor(0, { spec.line, last })
-  vim.cmd('normal! ' .. vim.keycode('<Esc>'))
-  results.fill_marks = { api.nvim_buf_get_mark(bufnr, '<'), api.nvim_buf_get_mark(bufnr, '>') }
-  results.before_fill = buffer_text(bufnr)
-  vim.cmd("'<,'>DgFill")
-  wait_for('applyEdit received', 30000, function()
-    return #edits > 0
-  end)
-  sleep(100)
+  fn(edits) -- no pcall: `fn` sleeps (yields the driver's coroutine); an error ends the run anyway
   vim.lsp.handlers['workspace/applyEdit'] = default
+  return edits
+end
+
+-- 3. :DgFill on a charwise visual selection; record the edit the server sent back.
+local function fill_selection(bufnr)
+  local spec = vim.json.decode(env.DG_TEST_FILL)
+  local edits = with_apply_edits(function()
+    -- Select byte columns [start_col, end_col) of the line: '< and '> are inclusive.
+    local line = api.nvim_buf_get_lines(bufnr, spec.line - 1, spec.line, true)[1]
+    local last = vim.str_utf_start(line, spec.end_col) + spec.end_col - 1
+    api.nvim_win_set_cursor(0, { spec.line, spec.start_col })
+    vim.cmd('normal! v')
+    api.nvim_win_set_cursor(0, { spec.line, last })
+    vim.cmd('normal! ' .. vim.keycode('<Esc>'))
+    results.fill_marks = { api.nvim_buf_get_mark(bufnr, '<'), api.nvim_buf_get_mark(bufnr, '>') }
+    results.before_fill = buffer_text(bufnr)
+    -- The version the server knows the buffer by: Neovim sends pending changes before a request.
+    results.fill_version = vim.lsp.util.buf_versions[bufnr]
+    local answered = #fill_answers
+    vim.cmd("'<,'>DgFill")
+    wait_for('fill answered', 30000, function()
+      return #fill_answers > answered
+    end)
+    sleep(100)
+  end)
+  results.fill_answer = fill_answers[#fill_answers]
   results.fill_edits = edits
   results.after_fill = buffer_text(bufnr)
+end
+
+-- 3b. :DgFill on more lines than the model fills at once: the server refuses, nothing changes, and
+-- the plugin shows the server's reason.
+local function refused_fill(bufnr)
+  local count = tonumber(env.DG_TEST_LONG_LINES or '0')
+  if count <= 0 then
+    return
+  end
+  local first = api.nvim_buf_line_count(bufnr) + 1
+  local long = {}
+  for i = 1, count do
+    long[i] = ('    value_%d = compute(%d, "%d")'):format(i, i, i)
+  end
+  api.nvim_buf_set_lines(bufnr, -1, -1, true, long)
+  api.nvim_win_set_cursor(0, { first, 0 })
+  vim.cmd('normal! V')
+  api.nvim_win_set_cursor(0, { first + count - 1, 0 })
+  vim.cmd('normal! ' .. vim.keycode('<Esc>'))
+  vim.cmd('messages clear')
+  results.before_refused = buffer_text(bufnr)
+  local answered = #fill_answers
+  results.refused_edits = with_apply_edits(function()
+    vim.cmd("'<,'>DgFill")
+    wait_for('long fill answered', 30000, function()
+      return #fill_answers > answered
+    end)
+    sleep(200)
+  end)
+  results.refused_answer = fill_answers[#fill_answers]
+  results.refused_messages = vim.fn.execute('messages')
+  results.after_refused = buffer_text(bufnr)
+  api.nvim_buf_set_lines(bufnr, first - 1, -1, true, {})
 end
 
 -- 4. :DgStatus reports the server state in the message area.
@@ -198,9 +263,11 @@ local function main()
   results.nvim = tostring(vim.version())
   local c = open_file()
   if c then
+    record_fill_answers(c)
     local bufnr = api.nvim_get_current_buf()
     complete_and_accept(bufnr)
     fill_selection(bufnr)
+    refused_fill(bufnr)
     dgstatus()
     checkhealth()
   end

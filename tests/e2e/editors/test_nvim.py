@@ -2,15 +2,25 @@
 
 One Neovim per (model, renderer) runs `nvim_driver.lua`: open a Python file, enter insert mode
 inside a function, wait for the suggestion's ghost text and accept it with <Tab>; `:DgFill` a
-charwise visual selection (after multi-byte characters); `:DgStatus`; `:checkhealth dg_lsp`. The sessions
+charwise visual selection (after multi-byte characters); `:DgFill` more lines than the model fills at
+once (refused: nothing changes, the reason is shown); `:DgStatus`; `:checkhealth dg_lsp`. The sessions
 run concurrently (the server's start-up dominates) and the tests below check what each saw.
+
+The tiny random model writes junk, and the server's syntax gate drops a suggestion that adds syntax
+errors to a Python document, so where the default model completes code on the blank line, the tiny
+one completes the comment above it: any first line there is valid Python, the gate passes it (and
+cuts the lines after it that break the code), and the editor's path (ghost text, <Tab>) is the same.
+The tiny model never writes a pad, so a pad-fill of its is always refused as possibly cut: its
+sessions fill with `lengthStrategy: "search"` (the default model's fill uses the default strategy).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -29,6 +39,7 @@ SOURCE = '''def add(a, b):
 
 
 def mul(a, b):
+    # the product of a and b,
     
     return 0
 
@@ -37,10 +48,22 @@ def greet():
     msg = "naïve ☕ café"
     return msg
 '''
-INSERT_LINE = 6  # the blank line in mul(), 1-based
-TYPE_IF_NO_SUGGESTION = "result = a * b"  # typed a key at a time until a suggestion shows
-FILL_LINE = 11
+
+
+@dataclass(frozen=True)
+class Scenario:
+    insert_line: int  # 1-based; the cursor goes to its end
+    type_if_no_suggestion: str  # typed a key at a time until a suggestion shows
+    settings: dict = field(default_factory=dict)  # the dgLsp settings section (vim.g.dg_lsp.settings)
+
+
+SCENARIOS = {
+    "default": Scenario(insert_line=7, type_if_no_suggestion="result = a * b"),  # the blank line in mul()
+    "tiny": Scenario(insert_line=6, type_if_no_suggestion=" computed here", settings={"lengthStrategy": "search"}),
+}
+FILL_LINE = 12
 FILL_TEXT = "café"
+LONG_LINES = 60  # appended and filled at once: far more tokens than any model's canvas (refused)
 
 
 def fill_spec() -> dict:
@@ -63,14 +86,16 @@ def start_session(nvim, model: str, renderer: str, tmp: Path) -> tuple[subproces
     work = tmp / "example.py"
     work.write_text(SOURCE)
     out = tmp / "result.json"
-    config = {"cmd": server_cmd(model), "ghost_text": renderer}
+    scenario = SCENARIOS[model]
+    config = {"cmd": server_cmd(model), "ghost_text": renderer, "settings": scenario.settings}
     env = nvim.env(
         tmp,
         DG_TEST_OUT=str(out),
         DG_TEST_FILE=str(work),
-        DG_TEST_INSERT_LINE=str(INSERT_LINE),
-        DG_TEST_TYPE=TYPE_IF_NO_SUGGESTION,
+        DG_TEST_INSERT_LINE=str(scenario.insert_line),
+        DG_TEST_TYPE=scenario.type_if_no_suggestion,
         DG_TEST_FILL=json.dumps(fill_spec()),
+        DG_TEST_LONG_LINES=str(LONG_LINES),
         DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000),
     )
     argv = [
@@ -115,11 +140,13 @@ def model(request) -> str:
 def session(sessions, model, request) -> dict:
     result = sessions[(model, request.param)]
     result["renderer_wanted"] = request.param
+    result["model"] = model
     return result
 
 
 def explain(result: dict) -> str:
-    keys = ("error", "log", "renderer", "status", "ghost", "fill_edits", "nvim_output", "lsp_log")
+    keys = ("error", "log", "renderer", "status", "ghost", "fill_answer", "fill_edits", "refused_answer",
+            "refused_edits", "refused_messages", "nvim_output", "lsp_log")
     return json.dumps({k: result.get(k) for k in keys}, indent=1, ensure_ascii=False)
 
 
@@ -132,34 +159,42 @@ def test_plugin_attaches_and_server_gets_ready(session):
 
 
 def test_suggestion_is_shown_and_accepting_changes_the_buffer(session):
+    scenario = SCENARIOS[session["model"]]
     assert session.get("mode") == "i", explain(session)
     ghost = session.get("ghost")
     assert ghost, "no ghost text appeared\n" + explain(session)
-    assert ghost["row"] == INSERT_LINE - 1
+    assert ghost["row"] == scenario.insert_line - 1
     shown = "\n".join(ghost["lines"])
     assert shown.strip(), explain(session)
     before, after = session["before_accept"], session["after_accept"]
     typed = session.get("typed") or ""
-    assert TYPE_IF_NO_SUGGESTION.startswith(typed)
+    assert scenario.type_if_no_suggestion.startswith(typed)
     lines = SOURCE.rstrip("\n").split("\n")
-    lines[INSERT_LINE - 1] += typed
+    lines[scenario.insert_line - 1] += typed
     assert before == "\n".join(lines)
     assert after != before, "accepting did not change the buffer\n" + explain(session)
     # The accepted text lands at the cursor: everything before the insert line is untouched,
     # and the insert line now holds what was shown.
-    head = "\n".join(SOURCE.splitlines()[: INSERT_LINE - 1])
-    assert after.startswith(head + "\n")
-    assert ghost["lines"][0] in after.splitlines()[INSERT_LINE - 1], explain(session)
+    head = "\n".join(SOURCE.splitlines()[: scenario.insert_line - 1])
+    assert after.startswith(head + "\n" + lines[scenario.insert_line - 1]), explain(session)
+    assert ghost["lines"][0] in after.splitlines()[scenario.insert_line - 1], explain(session)
     assert after.endswith("return 0\n\n\ndef greet():\n    msg = \"naïve ☕ café\"\n    return msg")
 
 
 def test_dgfill_replaces_exactly_the_selection(session):
     spec = fill_spec()
+    answer = (session.get("fill_answer") or {}).get("result")
+    assert answer and answer.get("applied") is True, "the fill was not applied\n" + explain(session)
     edits = session.get("fill_edits") or []
     assert len(edits) == 1, "no workspace/applyEdit for :DgFill\n" + explain(session)
-    (uri, text_edits), = edits[0]["edit"]["changes"].items()
-    assert uri.endswith("/example.py")
-    (edit,) = text_edits
+    edit_ = edits[0]["edit"]
+    assert not edit_.get("changes"), explain(session)
+    # One versioned edit of this document, made for the version the fill was asked on.
+    (doc_edit,) = edit_["documentChanges"]
+    assert doc_edit["textDocument"]["uri"].endswith("/example.py")
+    assert doc_edit["textDocument"]["version"] == session["fill_version"], explain(session)
+    (edit,) = doc_edit["edits"]
+    assert edit["newText"] == answer["text"], explain(session)
     encoding = session["offset_encoding"]
     line = session["before_fill"].split("\n")[FILL_LINE - 1]
     expected = {
@@ -173,6 +208,18 @@ def test_dgfill_replaces_exactly_the_selection(session):
     assert before[start:end].decode() == FILL_TEXT
     want = before[:start] + edit["newText"].encode() + before[end:]
     assert session["after_fill"].encode() == want, explain(session)
+
+
+def test_refused_dgfill_leaves_the_buffer_and_shows_the_reason(session):
+    answer = (session.get("refused_answer") or {}).get("result")
+    assert answer and answer.get("applied") is False, explain(session)
+    reason = answer.get("reason")
+    assert reason and re.match(r"the selection is \d+ tokens, more than the model fills at once", reason), \
+        explain(session)
+    assert session["refused_edits"] == [], explain(session)
+    assert session["after_refused"] == session["before_refused"], explain(session)
+    assert session["before_refused"].count("\n") >= LONG_LINES
+    assert f"dg-lsp: nothing filled: {reason}" in session["refused_messages"], explain(session)
 
 
 def test_dgstatus_shows_the_server_state(session):
