@@ -18,7 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { buildServerCommand, describeCommand } from './serverCommand';
 import { initializationOptions, readSettings, SECTION, toServerSettings } from './settings';
-import { parseStatus, ServerStatus } from './statusText';
+import { fillRefusal, parseStatus, ServerStatus } from './statusText';
 import { StatusBar } from './statusBar';
 
 export const LANGUAGES = [
@@ -117,8 +117,11 @@ export class DgLspClient implements vscode.Disposable {
     }
     const c2p = client.code2ProtocolConverter;
     const target = { uri: c2p.asUri(editor.document.uri), range: c2p.asRange(editor.selection) };
-    // The server answers by sending workspace/applyEdit, which the client applies.
-    await client.sendRequest(ExecuteCommandRequest.type, { command: 'dgLsp.fillSelection', arguments: [target] });
+    // The server answers by sending workspace/applyEdit, which the client applies; or it refuses (an empty
+    // fill, a selection longer than the model fills at once, a document changed meanwhile) and says why.
+    const result = await client.sendRequest(ExecuteCommandRequest.type, { command: 'dgLsp.fillSelection', arguments: [target] });
+    const why = fillRefusal(result);
+    if (why) void vscode.window.showWarningMessage(`dg-lsp: nothing filled: ${why}`);
     this.schedulePoll(0);
   }
 

@@ -105,3 +105,17 @@ export function parseStatus(value: unknown): ServerStatus | undefined {
     error: typeof v.error === 'string' ? v.error : null,
   };
 }
+
+/**
+ * Why the server did not apply a `dgLsp.fillSelection` (its answer `{applied: false, reason}`; older
+ * servers sent the reason as `error`), or undefined when it applied the fill (or answered nothing known).
+ */
+export function fillRefusal(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const r = result as { applied?: unknown; reason?: unknown; error?: unknown };
+  if (r.applied !== false) return undefined;
+  for (const why of [r.reason, r.error]) {
+    if (typeof why === 'string' && why.trim()) return why;
+  }
+  return 'the edit was not applied';
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatLatency, parseStatus, ServerStatus, statusView } from '../src/statusText';
+import { fillRefusal, formatLatency, parseStatus, ServerStatus, statusView } from '../src/statusText';
 
 const ready: ServerStatus = {
   state: 'ready', model: 'default', device: 'cuda', busy: false, queue: 0, lastLatencyMs: 84.4, error: null,
@@ -49,4 +49,12 @@ test('parseStatus narrows command results', () => {
   assert.deepEqual(parseStatus({ state: 'ready', busy: 1, queue: 'x' }), {
     state: 'ready', model: '?', device: '?', busy: false, queue: 0, lastLatencyMs: null, error: null,
   });
+});
+
+test('a refused fill gives the server reason; an applied one none', () => {
+  assert.equal(fillRefusal({ applied: true, text: 'x' }), undefined);
+  assert.equal(fillRefusal(null), undefined);
+  assert.equal(fillRefusal({ applied: false, reason: 'no fill', error: 'no fill' }), 'no fill');
+  assert.equal(fillRefusal({ applied: false, error: 'stale' }), 'stale');
+  assert.equal(fillRefusal({ applied: false }), 'the edit was not applied');
 });
