@@ -54,6 +54,7 @@ def test_without_matplotlib_the_bench_says_how_to_get_plots_once_and_exits_0(tin
 def test_the_table_and_the_json_come_before_the_plots(tiny_model_dir, tmp_path, capsys, monkeypatch):
     from dg_lsp.bench.quality import plots
 
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)  # restored after: the bench sets it
     out = tmp_path / "r.json"
     seen = {}
 

@@ -151,7 +151,10 @@ def test_complete_is_quiet_unless_verbose(tmp_path):
     quiet = _dg(*args)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert {"imports", "load", "request"} <= set(json.loads(quiet.stdout)["wall_ms"])
-    loud = _dg(*args, "--verbose")
+    # in-process callers of the bench (other tests) may have left the quiet switch in this process's env
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    loud = subprocess.run([sys.executable, "-m", "dg_lsp", *args, "--verbose"], capture_output=True, text=True,
+                          timeout=180, env=env)
     assert loud.returncode == 0 and " INFO dg_lsp." in loud.stderr and "Loading weights" in loud.stderr
     explicit = _dg(*args, "--log-level", "info")
     assert " INFO dg_lsp." in explicit.stderr
