@@ -115,11 +115,14 @@ def _logging(args) -> None:
             raise CliError(f"cannot open the log file {args.log_file}: {exc.strerror or exc}") from None
     else:
         handler = logging.StreamHandler(sys.stderr)
-    level = args.log_level or ("INFO" if args.verbose or args.log_file or stderr_is_terminal() else "WARNING")
+    level = str(args.log_level or ("INFO" if args.verbose or args.log_file or stderr_is_terminal() else "WARNING"))
+    level = level.upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise CliError(f"--log-level must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {args.log_level!r}")
     logging.basicConfig(level=getattr(logging, level), handlers=[handler], force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pygls").setLevel(max(logging.WARNING, getattr(logging, level)))  # it logs every body at INFO
-    quiet_progress(args.verbose or bool(args.log_level and getattr(logging, args.log_level) <= logging.INFO))
+    quiet_progress(args.verbose or bool(args.log_level and getattr(logging, level) <= logging.INFO))
 
 
 def thread_count(args) -> int:

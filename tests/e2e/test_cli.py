@@ -172,6 +172,8 @@ def test_serve_bad_input_is_one_error_not_a_traceback(tmp_path):
         out = _dg("serve", "--tcp", str(taken.getsockname()[1]), "--model", tiny_model_path(), timeout=120)
     assert out.returncode == 1 and "cannot listen on 127.0.0.1:" in out.stderr and "Traceback" not in out.stderr, \
         out.stderr
+    out = _dg("model", "info", "--log-level", "bogus", timeout=60)
+    assert out.returncode == 2 and "--log-level must be" in out.stderr and "Traceback" not in out.stderr
     for args in ([], ["frob"], ["complete"]):
         out = _dg(*args, timeout=60)
         assert out.returncode == 2 and "Traceback" not in out.stderr and "error:" in out.stderr
