@@ -1,0 +1,49 @@
+"""The adapted Gemma 3 shipped in dg_lsp/model/gemma (issue 13): its base is built from the installed GGUF
+package (once per machine, into ~/.cache/dg-lsp or $DG_LSP_CACHE, reused by later runs) and it loads and
+completes offline in a fresh process, with HF_HUB_OFFLINE=1 and an empty HF_HOME.
+
+The README demo target (`a + b`) is marked xfail while the adapter is under-trained: it states the target
+and turns into XPASS when the adapter reaches it (docs/results/gemma-adaptation.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GEMMA = Path(__file__).parents[2] / "dg_lsp" / "model" / "gemma"
+HAS = (GEMMA / "adapter.safetensors").is_file()
+
+
+def _complete(tmp_path, text: str, line: int, col: int) -> tuple[subprocess.CompletedProcess, dict]:
+    src = tmp_path / "snippet.py"
+    src.write_text(text)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")}
+    out = subprocess.run([sys.executable, "-m", "dg_lsp", "complete", f"{src}:{line}:{col}", "--json",
+                          "--device", "cpu", "--model", str(GEMMA)], env=env, capture_output=True, text=True,
+                         timeout=1500)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out, json.loads(out.stdout)
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(not HAS, reason="no adapted Gemma model in this tree")
+def test_adapted_gemma_builds_and_completes_offline(tmp_path):
+    out, res = _complete(tmp_path, "import os\n\n\ndef home():\n    return os.path.\n", 5, 20)
+    assert res["steps"] >= 1, res  # the diffusion loop ran on the adapted decoder
+    assert res["timings_ms"]["encode"] > 0
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(not HAS, reason="no adapted Gemma model in this tree")
+@pytest.mark.xfail(reason="the adapter is under-trained (docs/results/gemma-adaptation.md); target of issue 13",
+                   strict=False)
+def test_readme_demo_completes_a_plus_b(tmp_path):
+    _, res = _complete(tmp_path, "def add(a, b):\n    return \n", 2, 12)
+    compact = res["text"].replace(" ", "")
+    assert "a+b" in compact or "b+a" in compact, res
