@@ -41,7 +41,9 @@ const dirs = {
 };
 for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
 
-// The line the test types after; the model continues it.
+// The line the test types after; the model continues it. The last line is a comment: there the
+// default model's continuation passes the server's syntax gate (after `    return ` its junk is
+// hidden, rightly), and it may span several lines, which ghostText() reads whole.
 const PREFIX = [
   'def add(a, b):',
   '    """Return the sum of a and b."""',
@@ -50,7 +52,7 @@ const PREFIX = [
   '',
   'def multiply(a, b):',
   '    """Return the product of a and b."""',
-  '    return ',
+  '    # ',
 ];
 const TYPED = 'a';
 const demo = path.join(dirs.workspace, 'demo.py');
@@ -110,17 +112,15 @@ function editorText(page) {
 }
 
 function ghostText(page) {
-  // The first line of a suggestion is drawn inline at the cursor (`ghost-text-decoration` spans),
-  // the lines after it in a view zone below (`ghost-text` spans, one parent element per line).
+  // The first line of a suggestion is drawn inline at the cursor (`ghost-text-decoration` spans);
+  // the lines after it in a view zone below, one `.view-line` element per line inside
+  // `.suggest-preview-text` (an empty line is an element with no text, so it is counted too).
   return page.evaluate(() => {
     const plain = (nodes) => nodes.map((n) => n.textContent).join('').replace(/\u00a0/g, ' ');
     const first = plain([...document.querySelectorAll('.monaco-editor .ghost-text-decoration')]);
-    const lines = new Map();
-    for (const span of document.querySelectorAll('.monaco-editor .ghost-text')) {
-      if (!lines.has(span.parentElement)) lines.set(span.parentElement, []);
-      lines.get(span.parentElement).push(span);
-    }
-    return [first, ...[...lines.values()].map(plain)].join('\n');
+    const below = [...document.querySelectorAll('.monaco-editor .suggest-preview-text .view-line')];
+    below.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return [first, ...below.map((line) => plain([line]))].join('\n');
   });
 }
 
