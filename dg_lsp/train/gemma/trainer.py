@@ -75,15 +75,26 @@ class Run:
         if opts.resume and (self.out / "adapter.safetensors").is_file():
             self._load_checkpoint()
         elif opts.init_from:
-            self.adapter.load_state_dict(load_file(str(Path(opts.init_from) / "adapter.safetensors")))
+            tensors = load_file(str(Path(opts.init_from) / "adapter.safetensors"))
+            tensors.pop("vocab_ids", None)
+            self.adapter.load_state_dict(tensors)
+            prev = Path(opts.init_from) / "train_state.json"
+            if prev.is_file():  # counters carry on, so the model card reports the whole training
+                saved = json.loads(prev.read_text())
+                self.state.update({k: saved[k] for k in ("step", "holes", "scored_tokens", "cpu_seconds", "evals")
+                                   if k in saved})
             log.info("initialised from %s", opts.init_from)
         self.layer_kinds = set(self.cfg.layer_types)
 
     # -- vocabulary ---------------------------------------------------------------------------
     def _vocab(self) -> OutputVocab:
         path = self.out / "vocab.json"
+        init = Path(self.opts.init_from) / "adapter.safetensors" if self.opts.init_from else None
         if path.is_file():
             ids = json.loads(path.read_text())["ids"]
+        elif init is not None and init.is_file() and "vocab_ids" in load_file(str(init)):
+            ids = load_file(str(init))["vocab_ids"].tolist()  # an exported adapter's own vocabulary
+            path.write_text(json.dumps({"ids": ids, "from": str(init)}))
         else:
             rng = random.Random(0)
             sample = rng.sample([f.text for f in self.train_files], min(1200, len(self.train_files)))
