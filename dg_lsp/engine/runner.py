@@ -18,26 +18,29 @@ class ModelRunner:
         self.canvas_length = self.model.config.canvas_length
 
     supports_static = True  # engine/fast's fixed-shape path can stand in for it
-    # decode() logits cover the whole vocabulary; a runner with a restricted output head sets the token id of
-    # each logit column here (LongTensor [V']) and the loop maps chosen columns back to ids
-    output_ids = None
+    # decode() logits cover the whole vocabulary; a runner with a restricted output head sets its OutputVocab
+    # (engine/gemma3/vocab.py) here, and the loop maps logit columns to token ids through it
+    output_vocab = None
+
+    @property
+    def output_ids(self):
+        """The token id of each logit column (None: column = id)."""
+        return None if self.output_vocab is None else self.output_vocab.ids
 
     def ids_of(self, columns: torch.LongTensor) -> torch.LongTensor:
         """Logit columns -> token ids."""
-        return columns if self.output_ids is None else self.output_ids[columns]
+        return columns if self.output_vocab is None else self.output_vocab.ids[columns]
 
     def column_of(self, token_id: int) -> int | None:
         """The logit column of a token id (None: the model cannot write it)."""
-        if self.output_ids is None:
+        if self.output_vocab is None:
             return token_id
-        hit = (self.output_ids == token_id).nonzero()
-        return int(hit[0, 0]) if len(hit) else None
+        col = int(self.output_vocab.index[token_id])
+        return col if col >= 0 else None
 
     def columns_of(self, ids: torch.LongTensor) -> torch.LongTensor:
         """Token ids -> logit columns (ids the head lacks map to column 0; callers read only hole tokens)."""
-        if self.output_ids is None:
-            return ids
-        return self._columns.to(ids.device)[ids].clamp(min=0)
+        return ids if self.output_vocab is None else self.output_vocab.to_rows(ids).clamp(min=0)
 
     @property
     def logits_dtype(self):

@@ -29,15 +29,13 @@ class Gemma3Runner(ModelRunner):
         self.loaded = loaded
         self.model = loaded.model
         self.adapter = adapter
-        self.vocab = vocab
         self.device = torch.device(loaded.device)
         self.text_config = self.model.config.get_text_config(decoder=True)
         self.vocab_size = self.text_config.vocab_size
         self.canvas_length = canvas_length
         self.pad_id = self.text_config.pad_token_id or 0
         self._head = vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
-        self.output_ids = vocab.ids.to(self.device)  # decode() returns logits over these columns only
-        self._columns = vocab.index
+        self.output_vocab = vocab.to(self.device)  # decode() returns logits over its columns only
         pad_col = self.column_of(self.pad_id)
         if pad_col is None:
             raise ValueError("the output vocabulary lacks the pad token")
@@ -56,14 +54,6 @@ class Gemma3Runner(ModelRunner):
         out = A.encoder_pass(self.model, ids, cache, positions)
         return out.past_key_values, out.last_hidden_state
 
-    def _full_masks(self, cache, batch: int, length: int):
-        masks = {}
-        for kind in set(self.text_config.layer_types):
-            idx = self.text_config.layer_types.index(kind)
-            cached = cache.layers[idx].keys.shape[-2]
-            masks[kind] = torch.ones(batch, 1, length, cached + length, dtype=torch.bool, device=self.device)
-        return masks
-
     @torch.inference_mode()
     def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
                self_conditioning_logits: torch.Tensor | None, mask,
@@ -72,7 +62,7 @@ class Gemma3Runner(ModelRunner):
         b, length = canvas.shape
         canvas = canvas.to(self.device)
         if mask is None:
-            mask = self._full_masks(cache, b, length)
+            mask = A.open_masks(A.ReadOnlyCache.of(cache), self.text_config.layer_types, b, length, self.device)
         positions = position_ids.to(self.device).expand(b, -1)
         ro = A.ReadOnlyCache.of(cache, batch=b)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask)  # [B, L, H]

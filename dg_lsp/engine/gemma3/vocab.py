@@ -57,10 +57,9 @@ class OutputVocab:
 
     def to_rows(self, full_ids: torch.LongTensor) -> torch.LongTensor:
         """Full ids -> head rows (-1 where the id is outside the vocabulary)."""
-        return self.index.to(full_ids.device)[full_ids]
+        return self.index[full_ids.to(self.index.device)].to(full_ids.device)
 
-    def scatter_full(self, logits: torch.Tensor, fill: float = -1.0e4) -> torch.Tensor:
-        """Restricted logits [..., V'] -> full-vocabulary logits [..., V] (outside tokens get `fill`)."""
-        out = logits.new_full((*logits.shape[:-1], self.full_size), fill)
-        out[..., self.ids.to(logits.device)] = logits
-        return out
+    def to(self, device) -> "OutputVocab":
+        """The same vocabulary with its tables on `device` (the denoising loop indexes them every step)."""
+        self.ids, self.index = self.ids.to(device), self.index.to(device)
+        return self

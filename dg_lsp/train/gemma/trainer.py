@@ -90,10 +90,11 @@ class Run:
     def _vocab(self) -> OutputVocab:
         path = self.out / "vocab.json"
         init = Path(self.opts.init_from) / "adapter.safetensors" if self.opts.init_from else None
+        init_ids = load_file(str(init)).get("vocab_ids") if init is not None and init.is_file() else None
         if path.is_file():
             ids = json.loads(path.read_text())["ids"]
-        elif init is not None and init.is_file() and "vocab_ids" in load_file(str(init)):
-            ids = load_file(str(init))["vocab_ids"].tolist()  # an exported adapter's own vocabulary
+        elif init_ids is not None:
+            ids = init_ids.tolist()  # an exported adapter's own vocabulary
             path.write_text(json.dumps({"ids": ids, "from": str(init)}))
         else:
             rng = random.Random(0)
