@@ -35,6 +35,22 @@ class SourceFile:
     held_out: bool
 
 
+def read_new_source(path: Path, seen: set[str], max_bytes: int, min_chars: int = 1) -> str | None:
+    """A source file's UTF-8 text, or None when it is too big, unreadable, shorter than `min_chars` once
+    stripped, or a copy of one already seen (its SHA-256 is added to `seen`)."""
+    try:
+        if path.stat().st_size > max_bytes:
+            return None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if digest in seen or len(text.strip()) < min_chars:
+        return None
+    seen.add(digest)
+    return text
+
+
 def collect_files(extra_dirs: list[str], use_stdlib: bool = True,
                   held_out: tuple[str, ...] = HELD_OUT_PACKAGES) -> list[SourceFile]:
     """All .py files under the stdlib (minus tests) and `extra_dirs`, deduplicated by content hash."""
@@ -47,16 +63,9 @@ def collect_files(extra_dirs: list[str], use_stdlib: bool = True,
             rel_parts = path.relative_to(root).parts
             if any(p in _SKIP_DIRS for p in rel_parts[:-1]) or path.name.startswith("test_"):
                 continue
-            try:
-                if path.stat().st_size > MAX_FILE_BYTES:
-                    continue
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+            text = read_new_source(path, seen, MAX_FILE_BYTES)
+            if text is None:
                 continue
-            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            if digest in seen or not text.strip():
-                continue
-            seen.add(digest)
             is_held = is_stdlib and _package_of(path, root) in held_out
             files.append(SourceFile(str(path), text, is_held))
     return files

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...engine import healing
+from ..corpus import read_new_source
 
 # (import name, distribution, licence). Everything here is permissive; copyleft and MPL are left out.
 TRAIN_PACKAGES = (
@@ -69,16 +70,9 @@ def _read_tree(root: Path, package: str, cap: int, seen: set[str]) -> list[Sourc
         rel = path.relative_to(root).parts[:-1] if root.is_dir() else ()
         if any(p in _SKIP_DIRS or p in HELD_OUT_NAMES for p in rel) or path.name.startswith("test_"):
             continue
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        text = read_new_source(path, seen, MAX_FILE_BYTES, min_chars=200)
+        if text is None:
             continue
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if digest in seen or len(text.strip()) < 200:
-            continue
-        seen.add(digest)
         out.append(SourceFile(str(path), package, text))
         total += len(text)
         if total >= cap:
