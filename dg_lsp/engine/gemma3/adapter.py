@@ -6,6 +6,11 @@ bidirectionally over that cache and the canvas. One switch (`AdapterState.active
 decoder passes only, so one set of weights serves both roles. A learned `<mask>` embedding replaces the
 base model's (which pretraining never used).
 
+The canvas gate (`future_bias`, optional, one learned scalar per query head): an additive attention bias on every
+canvas key that lies to the right of the querying row. Very negative, the decoder pass is causal within the canvas,
+so with zero deltas a clean canvas row computes exactly the base model's next-token logits (the AR start); training
+opens the gate as far as seeing the suffix head and the other rows pays. 0 is fully bidirectional.
+
 Used by the trainer (dg_lsp/train/gemma/) and by the engine's Gemma 3 runner, so both run the same code.
 """
 
@@ -56,10 +61,12 @@ class Adapter:
     mask_id: int | None = None
     rank: int = 0
     alpha: float = 0.0
+    future_bias: nn.Parameter | None = None  # [heads] the canvas gate (None: fully bidirectional)
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]
-        return ps + ([self.mask_embedding] if self.mask_embedding is not None else [])
+        ps += [self.mask_embedding] if self.mask_embedding is not None else []
+        return ps + ([self.future_bias] if self.future_bias is not None else [])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         out = {}
@@ -68,6 +75,8 @@ class Adapter:
             out[f"{name}.lora_b"] = m.lora_b.detach().contiguous()
         if self.mask_embedding is not None:
             out["mask_embedding"] = self.mask_embedding.detach().contiguous()
+        if self.future_bias is not None:
+            out["future_bias"] = self.future_bias.detach().contiguous()
         return out
 
     def load_state_dict(self, tensors: dict[str, torch.Tensor]) -> None:
@@ -82,13 +91,20 @@ class Adapter:
                     getattr(m, part).copy_(tensors[key].to(torch.float32))
             if self.mask_embedding is not None and "mask_embedding" in tensors:
                 self.mask_embedding.copy_(tensors["mask_embedding"].to(self.mask_embedding.dtype))
+            if "future_bias" in tensors:  # an adapter trained with the canvas gate
+                gate = tensors["future_bias"].to(torch.float32).clone()
+                if self.future_bias is None:
+                    self.future_bias = nn.Parameter(gate, requires_grad=False)
+                else:
+                    self.future_bias.copy_(gate)
         if missing:
             raise KeyError(f"adapter is missing {len(missing)} tensors, e.g. {missing[0]}")
 
 
 def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
-           targets: tuple[str, ...] = TARGETS) -> Adapter:
-    """Wrap every target linear of a Gemma3 text model's layers in a LoRALinear (inactive by default)."""
+           targets: tuple[str, ...] = TARGETS, future_gate: float | None = None) -> Adapter:
+    """Wrap every target linear of a Gemma3 text model's layers in a LoRALinear (inactive by default).
+    `future_gate`: start a canvas gate at this bias (e.g. -6: nearly causal); None: no gate."""
     state = AdapterState()
     adapter = Adapter(state=state, mask_id=mask_id, rank=rank, alpha=alpha)
     text = text_model(model)
@@ -108,6 +124,10 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
         with torch.no_grad():
             init = text.embed_tokens(torch.tensor([mask_id], device=text.embed_tokens.weight.device))[0]
         adapter.mask_embedding = nn.Parameter(init.detach().to(torch.float32).clone())
+    if future_gate is not None:
+        heads = text.config.num_attention_heads
+        adapter.future_bias = nn.Parameter(torch.full((heads,), float(future_gate), dtype=torch.float32,
+                                                      device=text.embed_tokens.weight.device))
     return adapter
 
 
@@ -157,6 +177,23 @@ def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length:
     return masks
 
 
+def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dtype=torch.float32):
+    """Boolean decoder masks {kind: [B, 1, L, S + L]} -> additive masks {kind: [B, heads, L, S + L]}: 0 where a key
+    is visible, -inf where not, and the canvas gate on visible canvas keys right of the row. Unchanged without a
+    gate."""
+    if adapter.future_bias is None:
+        return masks
+    out = {}
+    for kind, m in masks.items():
+        total = m.shape[-1]
+        future = torch.zeros(length, total, dtype=torch.bool, device=m.device)
+        future[:, total - length:] = torch.ones(length, length, dtype=torch.bool, device=m.device).triu(1)
+        gate = adapter.future_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1)
+        bias = torch.where(future.view(1, 1, length, total), gate, torch.zeros((), dtype=dtype, device=m.device))
+        out[kind] = torch.where(m, bias, torch.full((), float("-inf"), dtype=dtype, device=m.device))
+    return out
+
+
 def decoder_embeddings(model: nn.Module, adapter: Adapter, ids: torch.LongTensor) -> torch.Tensor:
     """Input embeddings of a canvas [B, L] -> [B, L, H]: the base model's, with the learned <mask>."""
     text = text_model(model)
@@ -169,12 +206,14 @@ def decoder_embeddings(model: nn.Module, adapter: Adapter, ids: torch.LongTensor
 
 def decoder_hidden(model: nn.Module, adapter: Adapter, ids: torch.LongTensor, positions: torch.LongTensor,
                    cache: ReadOnlyCache, masks: dict[str, torch.Tensor]) -> torch.Tensor:
-    """One decoder pass: adapters on, bidirectional 4D masks over cache + canvas. Returns final-norm hidden
-    states [B, L, H]."""
+    """One decoder pass: adapters on, bidirectional 4D masks over cache + canvas (the canvas gate applied, if the
+    adapter has one). Returns final-norm hidden states [B, L, H]."""
     text = text_model(model)
+    emb = decoder_embeddings(model, adapter, ids)
+    masks = gate_masks(adapter, masks, ids.shape[1], emb.dtype)
     adapter.state.active = True
     try:
-        out = text(inputs_embeds=decoder_embeddings(model, adapter, ids), position_ids=positions,
+        out = text(inputs_embeds=emb, position_ids=positions,
                    past_key_values=cache, attention_mask=masks, use_cache=False)
     finally:
         adapter.state.active = False

@@ -33,6 +33,9 @@ class Options:
     rank: int = 32
     alpha: float = 64.0
     lr: float = 3e-4
+    future_gate: float = -6.0  # the canvas gate's start (adapter.py): nearly causal, so the AR skill is the start
+    gate_lr: float = 0.02  # its own rate: Adam moves a parameter about lr per step, and the gate must travel ~6
+    no_gate: bool = False  # fully bidirectional from the start (the first session's adapter)
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -62,7 +65,8 @@ class Run:
         self.cfg = self.model.config
         self.mask_id = self.tok.convert_tokens_to_ids("<mask>")
         self.pad_id = self.tok.pad_token_id
-        self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id)
+        self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id,
+                                future_gate=None if opts.no_gate else opts.future_gate)
         self.train_files = data.collect("train")
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
@@ -70,7 +74,10 @@ class Run:
         self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
                                     seed=opts.seed)
         self.rng = random.Random(opts.seed + 1)
-        self.opt = torch.optim.AdamW(self.adapter.parameters(), lr=opts.lr, weight_decay=0.0, betas=(0.9, 0.99))
+        gate = [self.adapter.future_bias] if self.adapter.future_bias is not None else []
+        rest = [p for p in self.adapter.parameters() if all(p is not g for g in gate)]
+        groups = [{"params": rest, "base_lr": opts.lr}] + ([{"params": gate, "base_lr": opts.gate_lr}] if gate else [])
+        self.opt = torch.optim.AdamW(groups, lr=opts.lr, weight_decay=0.0, betas=(0.9, 0.99))
         self.state = {"step": 0, "holes": 0, "scored_tokens": 0, "cpu_seconds": 0.0, "evals": []}
         if opts.resume and (self.out / "adapter.safetensors").is_file():
             self._load_checkpoint()
@@ -136,13 +143,17 @@ class Run:
                 "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
         return loss.mean(), info
 
-    def lr_at(self, step: int) -> float:
-        return self.opts.lr * min(1.0, (step + 1) / max(1, self.opts.warmup))
+    def lr_at(self, step: int, base: float | None = None) -> float:
+        return (self.opts.lr if base is None else base) * min(1.0, (step + 1) / max(1, self.opts.warmup))
+
+    def gate(self) -> list[float]:
+        fb = self.adapter.future_bias
+        return [] if fb is None else [round(v, 2) for v in fb.detach().tolist()]
 
     def step(self) -> dict:
         t0 = time.process_time()
         for g in self.opt.param_groups:
-            g["lr"] = self.lr_at(self.state["step"])
+            g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1 = 0.0, 0, 0, [], []
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
@@ -204,9 +215,9 @@ class Run:
             acc["n"] += 1
             if self.state["step"] % self.opts.log_every == 0:
                 dt = time.monotonic() - t_log
-                log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f | %.2f s/step, holes %d, %.2f CPU-h",
+                log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f | %.2f s/step, holes %d, %.2f CPU-h | gate %s",
                          self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"], acc["s1"] / acc["n"],
-                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600)
+                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate())
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
                 t_log = time.monotonic()
             now = time.monotonic()

@@ -65,6 +65,40 @@ def test_zero_adapter_lead_row_is_the_next_token_prediction():
     assert torch.allclose(want, got, atol=1e-5), float((want - got).abs().max())
 
 
+def test_closed_canvas_gate_makes_every_clean_row_the_next_token_prediction():
+    """With the canvas gate closed (-1e4) and the adapter at zero, each clean canvas row sees only the cache and the
+    rows on its left, so row j gives the base model's next-token logits after token j (within 1e-5), while masked
+    rows follow it; fully open (0) the rows see the masks and differ. The gate is trainable: a loss reaches it."""
+    src, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3, future_gate=-1.0e4)
+    ids = [2, 40, 41, 42, 43, 44, 45, 46]
+    n_cached = 4
+    from transformers import DynamicCache
+
+    with torch.no_grad():
+        want = src(input_ids=torch.tensor([ids])).logits[0, n_cached:]  # next-token logits after ids[4:]
+        cache = DynamicCache(config=dst.config)
+        A.encoder_pass(dst, torch.tensor([ids[:n_cached]]), cache)
+    canvas = torch.tensor([ids[n_cached:] + [3, 3]])  # 4 clean rows, then 2 masked rows to their right
+    width = canvas.shape[1]
+    masks = {k: torch.ones(1, 1, width, n_cached + width, dtype=torch.bool) for k in ("full_attention", "sliding_attention")}
+    pos = torch.arange(n_cached, n_cached + width)[None]
+
+    def rows():
+        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks))[0, :4]
+
+    with torch.no_grad():
+        closed = rows()
+        assert torch.allclose(want, closed, atol=1e-5), float((want - closed).abs().max())
+        ad.future_bias.fill_(0.0)
+        opened = rows()
+    assert float((want - opened).abs().max()) > 1e-3
+    ad.future_bias.data.fill_(-2.0)
+    rows().logsumexp(-1).sum().backward()
+    assert ad.future_bias.grad is not None and bool((ad.future_bias.grad != 0).all())
+    assert torch.equal(ad.state_dict()["future_bias"], torch.full((dst.config.num_attention_heads,), -2.0))
+
+
 def test_read_only_cache_is_not_changed():
     from transformers import DynamicCache
 
