@@ -52,8 +52,13 @@ def spec(state: dict, head_tokens: int) -> dict:
     }
 
 
-def model_card(state: dict, vocab: dict, n_params: int, size_mb: float) -> str:
+def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: list[float] | None = None) -> str:
     opts = state.get("options", {})
+    gate_line = ("" if gate is None else
+                 f"\n- Canvas gate: one learned additive attention bias per query head on canvas keys right of the "
+                 f"row, started at {opts.get('future_gate')} (nearly causal: the decoder started as the base "
+                 f"model's next-token prediction), now {', '.join(f'{g:.2f}' for g in gate)} (0 is fully "
+                 f"bidirectional).")
     pk = "\n".join(f"| `{name}` ({dist}) | {lic} |" for name, dist, lic in data.TRAIN_PACKAGES)
     ho = ", ".join(f"`{n}` ({lic})" for n, _d, lic in data.HELD_OUT_PACKAGES)
     evals = "\n".join(f"| {e['step']} | {e['cpu_hours']:.2f} | {100 * e['he_em']:.0f}% | {e['he_mean_steps']:.1f} | "
@@ -71,7 +76,7 @@ See `NOTICE`.
 - Decoder: the same weights plus LoRA deltas (rank {state.get('rank')}, alpha {state.get('alpha')}, on
   {', '.join(A.TARGETS)} of all 18 layers) and a learned `<mask>` embedding, attending bidirectionally over
   the cached prompt and the canvas. {n_params / 1e6:.1f}M trained parameters; `adapter.safetensors` is
-  {size_mb:.1f} MB (bfloat16).
+  {size_mb:.1f} MB (bfloat16).{gate_line}
 - Canvas: `[prompt's last token][hole: 32 slots, pad-filled][suffix head: {opts.get('head_tokens', 8)} tokens]`;
   row j predicts position j+1 (`ar_shift`); absorbing `<mask>` noise (Gemma's own id 4).
   Trained on holes of 8, 16 and 32 slots; after the first pad a hole holds only pads.
@@ -119,7 +124,8 @@ def export_dir(run_dir: Path, out: Path) -> Path:
     head = state.get("options", {}).get("head_tokens", 8)
     (out / "dg_lsp.json").write_text(json.dumps(spec(state, head), indent=2) + "\n")
     (out / "NOTICE").write_text(NOTICE)
-    (out / "MODEL.md").write_text(model_card(state, vocab, n_params, size_mb))
+    gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
+    (out / "MODEL.md").write_text(model_card(state, vocab, n_params, size_mb, gate))
     slim = {k: v for k, v in state.items() if k != "options"} | {"options": state.get("options", {})}
     (out / "train_state.json").write_text(json.dumps(slim, indent=1) + "\n")
     return out

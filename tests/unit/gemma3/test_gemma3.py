@@ -151,6 +151,35 @@ def test_engine_shifted_canvas_and_pad_forcing(adapted_dir):
         engine.close()
 
 
+def test_engine_loads_and_applies_the_canvas_gate(tmp_path):
+    """An exported adapter with a closed gate and zero deltas: the engine's runner carries the gate, and its
+    decode of a canvas whose right part is masked gives, at the first hole position, the base model's own
+    next-token choice over the output vocabulary (the masks on the right are invisible); an open gate sees
+    them and the logits move."""
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(build_tiny(tmp_path, delta_scale=0.0, future_gate=-1.0e4)), device="cpu")
+    try:
+        runner = engine.runner
+        assert runner.adapter.future_bias is not None
+        assert torch.equal(runner.adapter.future_bias, torch.full_like(runner.adapter.future_bias, -1.0e4))
+        req = InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(temperature=0))
+        prompt, canvas, _ = engine.prepare(req)
+        cache, _ = runner.encode(prompt)
+        ids = canvas.canvas_ids.clone()
+        ids[0, 1:canvas.length - canvas.suffix_head_len] = engine.spec.mask_token_id
+        closed = runner.decode(ids, cache, canvas.position_ids(), None, None)[0, 1]
+        with torch.no_grad():
+            full = runner.model(input_ids=torch.tensor([prompt + [int(ids[0, 0])]])).logits[0, -1]
+        want = full[runner.output_ids]
+        assert torch.allclose(closed, want, atol=1e-4), float((closed - want).abs().max())
+        runner.adapter.future_bias.data.fill_(0.0)
+        opened = runner.decode(ids, cache, canvas.position_ids(), None, None)[0, 1]
+        assert float((opened - want).abs().max()) > 1e-3
+    finally:
+        engine.close()
+
+
 def test_objective_canvas_layout():
     from dg_lsp.train.gemma import objective
     from dg_lsp.train.gemma.data import Hole
