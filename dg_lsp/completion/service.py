@@ -25,6 +25,7 @@ from dg_lsp.context import extract_context
 from dg_lsp.context.windows import CHARS_PER_TOKEN
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
+from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
 from .suggestion import finish_suggestion
@@ -207,7 +208,9 @@ class CompletionService:
                                length_strategy=self.settings.length_strategy,
                                max_prompt_tokens=self.settings.prefix_tokens, doc_key=p.req.doc_key,
                                reuse_prefix=self.settings.prefix_cache, batch_rows=self.settings.batch_documents,
-                               heal_retry=not p.req.automatic)
+                               heal_retry=not p.req.automatic,
+                               hole_slots=buckets.hole_slots(p.suggestion.prefix, p.req.automatic,
+                                                             p.req.is_selection))
         if cancel is not None:
             infill.cancel = cancel
         future = self.engine.submit(infill)  # supersedes the document's queued or running engine job

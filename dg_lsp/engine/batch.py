@@ -57,7 +57,7 @@ def batch_key(request: InfillRequest, rows: int, strategy: str, fixed_shape: boo
     None when this one cannot. The fixed-shape GPU path (engine/fast) runs requests one at a time."""
     if rows <= 1 or fixed_shape or strategy != "pad" or request.hole_tokens is not None:
         return None
-    return ("pad", dataclasses.replace(request.params, seed=0, deadline_ms=None))
+    return ("pad", request.hole_slots, dataclasses.replace(request.params, seed=0, deadline_ms=None))
 
 
 @torch.inference_mode()

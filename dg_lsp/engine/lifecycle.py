@@ -88,14 +88,23 @@ class InfillLifecycle:
         if self.spec.ar_shift and len(prompt) > 1:
             prompt, lead = prompt[:-1], prompt[-1:]
         if self.strategy(request) == "pad":
-            canvas = pad_fill_canvas(prompt, suffix_ids, self.runner.canvas_length, self.spec.suffix_head_tokens,
-                                     fill, self.pad_id, lead)
+            canvas = pad_fill_canvas(prompt, suffix_ids, self.canvas_length(request, suffix_ids),
+                                     self.spec.suffix_head_tokens, fill, self.pad_id, lead)
             if request.hole_tokens is not None:
                 fix_hole_length(canvas, request.hole_tokens, self.pad_id,
                                 tuple(t for t in (self.eos_id,) if t is not None))
             return canvas
         return length_candidates_canvas(prompt, suffix_ids, request.hole_lengths, self.spec.suffix_head_tokens,
                                         fill, self.pad_id, lead)
+
+    def canvas_length(self, request: InfillRequest, suffix_ids: list[int]) -> int:
+        """The pad-fill canvas (hole + suffix head): the model's whole canvas, or `request.hole_slots` hole
+        positions and the suffix head, never more than the model's canvas."""
+        full = self.runner.canvas_length
+        if request.hole_slots is None:
+            return full
+        head = min(len(suffix_ids), self.spec.suffix_head_tokens, full - 1)
+        return min(full, max(1, int(request.hole_slots)) + head)
 
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""

@@ -47,6 +47,9 @@ class InfillRequest:
     # Diagnostic (bench --baseline oracle-length), not an editor setting: with pad-fill, the hole holds exactly this
     # many tokens and the rest of it is pinned pads, so the model only chooses the content, never the length.
     hole_tokens: int | None = None
+    # pad-fill canvas size: the hole's slots (None: the model's whole canvas; capped at it). Smaller canvases cost
+    # less per step; completion/buckets.py picks it per trigger, as the editor would.
+    hole_slots: int | None = None
 
 
 @dataclass

@@ -91,3 +91,16 @@ def test_debounce_starts_no_computation_for_a_request_replaced_meanwhile(tiny_en
     first, second = asyncio.run(scenario())
     assert first is None and second.source == "computed"
     assert service.stats["computations"] == 1 and service.stats["superseded"] == 1
+
+
+def test_an_automatic_mid_line_trigger_gets_the_small_canvas(tiny_engine, monkeypatch):
+    """Issue 15.2 through the service: an automatic trigger after code on the line fills a MID_LINE_SLOTS hole,
+    an invoked one the model's whole canvas."""
+    from dg_lsp.completion import buckets
+
+    monkeypatch.setattr(buckets, "MID_LINE_SLOTS", 3)
+    svc = CompletionService(tiny_engine, dataclasses.replace(GREEDY, completion_cache=False, length_strategy="pad"))
+    auto = asyncio.run(svc.complete(dataclasses.replace(_req(), automatic=True)))
+    invoked = asyncio.run(svc.complete(_req()))
+    assert auto.result.hole_length == 3
+    assert invoked.result.hole_length > 3
