@@ -92,6 +92,8 @@ def _settings(args, no_deadline_by_default: bool = False):
         raw["temperature"] = args.temperature
     if args.deadline_ms is not None:
         raw["deadlineMs"] = args.deadline_ms
+    if getattr(args, "engine", None):
+        raw["engine"] = args.engine
     config_log = logging.getLogger("dg_lsp.config")  # it logs each invalid value; here the error says it once
     level = config_log.level
     config_log.setLevel(logging.ERROR)
@@ -275,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", default=None, type=parse_tcp, metavar="[HOST:]PORT",
                        help="listen on TCP (host 127.0.0.1)")
+    serve.add_argument("--engine", default=None, metavar="URL",
+                       help="use a shared engine (dg-lsp engine serve) instead of loading the model here; "
+                            "the token from $DG_LSP_ENGINE_TOKEN")
     _common(serve)
     comp = sub.add_parser("complete", help="print one completion at FILE:LINE:COL (1-based)",
                           description="Print one completion at FILE:LINE:COL. LINE and COL are 1-based; COL counts "
@@ -284,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--json", action="store_true", help="print JSON (errors too: {\"error\": ...})")
     _common(comp)
     sub.add_parser("bench", help="benchmarks (dg-lsp bench --help)")
+    sub.add_parser("engine", help="a team's shared engine on Ray Serve (dg-lsp engine serve --help)")
     model = sub.add_parser("model", help="the embedded model: build its base once (offline), or show where it is")
     model.add_argument("action", choices=("build", "info"))
     model.add_argument("--model", default=None, help="model directory (default: the embedded model)")
@@ -340,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         from dg_lsp.bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "engine":
+        from dg_lsp.remote.cli import main as engine_main
+
+        return engine_main(argv[1:])
     as_json = "complete" in argv[:1] and "--json" in argv
     _Parser.json_errors = as_json
     try:

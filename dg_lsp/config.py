@@ -42,6 +42,8 @@ class Settings:
     # documents waiting together share decoder forwards: 0 = automatic (when the engine measured at warm-up that
     # a shared forward is nearly free), 1 = never, N = up to N rows always
     batch_documents: int = 0
+    # a shared engine (`dg-lsp engine serve`, docs/SCALE.md): http(s)://HOST:PORT; None = load the model here
+    engine: str | None = None
 
 
 # Settings a client can never set: they decide whether code from the model directory runs.
@@ -77,8 +79,10 @@ def _coerce(name: str, ftype: str, value: Any) -> Any:
     elif "str" in ftype:
         if not isinstance(value, str):
             raise ValueError("expected a string")
-        if name == "model" and not value.strip():
+        if name in ("model", "engine") and not value.strip():
             return None
+        if name == "engine" and not re.match(r"https?://[^/\s]+", value.strip()):
+            raise ValueError("expected an http:// or https:// URL")
     if name in _CHOICES and value not in _CHOICES[name]:
         raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
     if name in _RANGES and value is not None:
@@ -121,7 +125,7 @@ def merge(base: Settings, raw: dict[str, Any] | None, from_client: bool = False)
 def engine_key(settings: Settings) -> tuple:
     """Settings that need a model reload when they change."""
     return (settings.model, settings.device, settings.dtype, settings.trust_remote_code,
-            settings.allow_pickle_weights)
+            settings.allow_pickle_weights, settings.engine)
 
 
 def camel_case(name: str) -> str:

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("b")
     sub.add_parser("gpu", add_help=False, help="speed of the architecture on random weights (dg-lsp bench gpu --help)")
     sub.add_parser("typing", add_help=False, help="latency while typing, caches on vs off (dg-lsp bench typing --help)")
+    sub.add_parser("team", add_help=False, help="editors typing against one shared engine (dg-lsp bench team --help)")
     return parser
 
 
@@ -230,7 +231,7 @@ def _error(message: str, code: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in ("gpu", "typing"):  # their own options and parsers
+        if argv and argv[0] in ("gpu", "typing", "team"):  # their own options and parsers
             verbose = any(a in ("-v", "--verbose") for a in argv[1:])
             _quiet(verbose)
             rest = argv[1:]
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 from dg_lsp.bench.gpu.suite import main as suite_main
 
                 rest = [a for a in rest if a not in ("-v", "--verbose")]
+            elif argv[0] == "team":
+                from dg_lsp.remote.bench import main as suite_main
             else:
                 from dg_lsp.bench.typing.suite import main as suite_main
             _threads()

@@ -51,6 +51,10 @@ class EngineHolder:
 
     @staticmethod
     def _make_engine(settings: Settings) -> Engine:
+        if settings.engine:  # a team's shared engine (dg_lsp/remote): nothing loads here
+            from dg_lsp.remote.client import RemoteEngine
+
+            return RemoteEngine(settings.engine)
         return Engine(load_model(settings.model, settings.device, settings.dtype, settings.trust_remote_code,
                                  allow_pickle_weights=settings.allow_pickle_weights))
 
@@ -116,6 +120,9 @@ class EngineHolder:
             st = self.engine.status()
             out.update(model=st["model"], device=st["device"], busy=st["busy"], queue=st["queue"],
                        lastLatencyMs=st["lastLatencyMs"])
+            if "remote" in st:  # --engine URL: whether the shared engine answers, and why not
+                out["remote"] = st["remote"]
+                out["error"] = out["error"] or st["remote"]["error"]
         return out
 
     def close(self) -> None:
