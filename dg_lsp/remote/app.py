@@ -44,6 +44,7 @@ class EngineOptions:
     gpus_per_replica: float = 0.0
     max_ongoing_requests: int = 64
     affinity: bool = True  # route a document to its replica (DocumentAffinityRouter)
+    prefix_cache_docs: int = 64  # documents whose encoder KV cache a replica keeps (a local editor's engine: 8)
 
 
 def _json(data, status: int = 200):
@@ -68,6 +69,7 @@ class EngineReplica:
         t0 = time.perf_counter()
         self.engine = Engine(load_model(opts.model, opts.device, opts.dtype, opts.trust_remote_code,
                                         allow_pickle_weights=opts.allow_pickle_weights))
+        self.engine.prefix_cache.max_entries = max(1, opts.prefix_cache_docs)  # a team's documents, not one editor's
         self.engine.warmup()
         self.load_s = time.perf_counter() - t0
         try:

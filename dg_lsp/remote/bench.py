@@ -208,6 +208,8 @@ def run_once(opts: TeamOptions, url: str, token: str | None, mode: str, clients:
                 for k in ("infills", "cancelledResults", "batchedResults", "batchRows", "promptTokens",
                           "reusedTokens")}
     steps = sum(after[r]["engine"]["steps"] - before[r]["engine"]["steps"] for r in after if r in before)
+    deadline_hits = sum(after[r]["engine"]["deadlineHits"] - before[r]["engine"]["deadlineHits"]
+                        for r in after if r in before)
     latencies = [x for lg in logs for x in lg.final_latency_ms]
     finals = len(latencies)
     routes = [c for e in engines for c in e.routes.values() if c]
@@ -216,7 +218,7 @@ def run_once(opts: TeamOptions, url: str, token: str | None, mode: str, clients:
             "final_latency_ms": latencies, "finals": finals, "final_nonempty": sum(lg.final_nonempty for lg in logs),
             "requests": sum(lg.requests for lg in logs), "engine_answered": answered,
             "engine_infills": counters["infills"], "engine_cancelled": counters["cancelledResults"],
-            "engine_steps": steps, "engine_cpu_s": engine_cpu, "client_cpu_s": client_cpu,
+            "engine_steps": steps, "deadline_hits": deadline_hits, "engine_cpu_s": engine_cpu, "client_cpu_s": client_cpu,
             "batched_results": counters["batchedResults"], "batch_rows_sum": counters["batchRows"],
             "prompt_tokens": counters["promptTokens"], "reused_tokens": counters["reusedTokens"],
             "replicas": sorted(after), "documents": len(routes),
@@ -244,6 +246,7 @@ def summary(run: dict) -> dict:
             "rows": run["batch_rows_sum"] / run["batched_results"] if run["batched_results"] else None,
             "reuse": run["reused_tokens"] / run["prompt_tokens"] if run["prompt_tokens"] else None,
             "steps": run["engine_steps"] / max(1, run["engine_infills"]),
+            "deadline": run["deadline_hits"] / max(1, run["engine_infills"]),
             "overhead": run["roundtrip_minus_server_ms"]}
 
 
@@ -255,6 +258,7 @@ def table(runs: list[dict]) -> str:
             ("editor CPU s per final suggestion", "client_cpu", 2, ""),
             ("engine results in a cross-client batch", "batched", 0, "%"), ("  mean rows of those", "rows", 1, ""),
             ("denoising steps per computation", "steps", 1, ""),
+            ("  step budget (deadlineMs) hit", "deadline", 0, "%"),
             ("prompt tokens from the replica's prefix cache", "reuse", 0, "%"),
             ("HTTP + Serve overhead per computation (ms)", "overhead", 1, "")]
     heads = [f"{r['clients']} {'client' if r['clients'] == 1 else 'clients'} {r['mode']}" for r in runs]

@@ -68,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-ongoing-requests", type=int, default=64, help="requests a replica takes at once (64)")
     p.add_argument("--no-affinity", action="store_true",
                    help="route requests by load only, not a document to the replica holding its prefix cache")
+    p.add_argument("--prefix-cache-docs", type=int, default=64,
+                   help="documents whose prompt KV cache each replica keeps (64; an editor's own engine keeps 8)")
     p.add_argument("--object-store-mb", type=int, default=256, help="object store of a local Ray (MB, 256)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads per replica (default 1)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
@@ -100,7 +102,8 @@ def _options(args):
                          trust_remote_code=args.trust_remote_code, allow_pickle_weights=args.allow_pickle_weights,
                          threads=thread_count(args), batch_rows=args.batch_rows, replicas=args.replicas,
                          cpus_per_replica=args.cpus_per_replica, gpus_per_replica=args.gpus_per_replica,
-                         max_ongoing_requests=max(1, args.max_ongoing_requests), affinity=not args.no_affinity)
+                         max_ongoing_requests=max(1, args.max_ongoing_requests), affinity=not args.no_affinity,
+                         prefix_cache_docs=max(1, args.prefix_cache_docs))
 
 
 def serve(args) -> int:
