@@ -20,6 +20,7 @@ Differences between a Gemma 3 layer and a DiffusionGemma encoder layer, and what
 | the last layer must be full attention | mode "windowed" appends an identity full layer (o_proj = 0, down_proj = 0) | yes |
 | final logit soft-cap always applied | Gemma 3 without a cap gets cap = 1e6: tanh(x/c)c = x - x^3/(3c^2) | to ~1e-6 |
 | tied embeddings, sqrt(hidden) embedding scale, sliding window, layer pattern, per-type RoPE theta | copied | yes |
+| DiffusionGemma ties the decoder's layer weights to the encoder's but not the linear biases | the biases are copied into the decoder (equal at start; a training run would update the two copies separately) | yes, at start |
 | decoder input: RMSNorm (no weight) of embedding + self-conditioning | self-conditioning `down_proj` = 0, so the signal is 0; the norm itself cannot be removed | decoder only: no |
 
 RoPE slots: a DiffusionGemma head of D dims rotates dim i with dim i + D/2 at frequency theta^(-2i/D). Gemma 3's dim
@@ -168,6 +169,26 @@ def _value_constant(g3_layer, hidden: int) -> float:
     return (sigma * gain) ** 2 * hidden
 
 
+def full_kv_tensors(wq, wk, wv, wo, q_norm, k_norm, fit: FullFit, *, D: int, d: int, n_heads: int, n_kv: int,
+                    scaling: float) -> dict:
+    """A keys-as-values (full-type) attention block's weights from Gemma 3's (q/k/v/o projections, q/k norm
+    weights w), differentiably, so a healing run can train the Gemma 3-shaped tensors. The shared vector holds
+    sqrt(D/d) k in the RoPE slots (stride 2) and b v, b = sqrt(rho D / d), in the others."""
+    slots = rope_slots(d, D, 2)
+    taken = set(slots.tolist())
+    other = torch.tensor([i for i in range(D) if i not in taken])
+    s, b = math.sqrt(D / d), math.sqrt(fit.rho * D / d)
+    hidden, out = wq.shape[1], wo.shape[0]
+    q = wq.new_zeros(n_heads, D, hidden).index_copy(1, slots, wq.reshape(n_heads, d, hidden) * s)
+    k = wk.new_zeros(n_kv, D, hidden).index_copy(1, slots, wk.reshape(n_kv, d, hidden) * s)
+    k = k.index_copy(1, other, wv.reshape(n_kv, d, hidden) * b)
+    o = wo.new_zeros(out, n_heads, D).index_copy(2, other, wo.reshape(out, n_heads, d) * (fit.value_gain / b))
+    qn = q_norm.new_zeros(D).index_copy(0, slots, (1.0 + q_norm) * (scaling / s * fit.key_gain))
+    kn = k_norm.new_zeros(D).index_copy(0, slots, (1.0 + k_norm) / s)
+    return {"q_proj": q.reshape(n_heads * D, hidden), "k_proj": k.reshape(n_kv * D, hidden),
+            "o_proj": o.reshape(out, n_heads * D), "q_norm": qn, "k_norm": kn}
+
+
 @torch.no_grad()
 def _attention(dst, src, kind: str, stride: int, D: int, n_heads: int, n_kv: int, d: int, scaling: float,
                eps: float, hidden: int, g3_layer, fit: FullFit | None) -> dict:
@@ -203,15 +224,9 @@ def _attention(dst, src, kind: str, stride: int, D: int, n_heads: int, n_kv: int
         info.update(value_constant=math.sqrt(c2), value_divisor=scale)
     else:  # full-kv: values are the keys before k_norm, v_norm'd
         fit = fit or FullFit()
-        other = torch.tensor([i for i in range(D) if i not in set(slots.tolist())])
-        b = math.sqrt(fit.rho * D / d)
-        qn[slots] *= fit.key_gain
-        kn[slots] = (1.0 + _g(src.k_norm.weight)) / s
-        for g in range(n_kv):
-            k[g * D + slots] = wk[g * d:(g + 1) * d] * s
-            k[g * D + other] = wv[g * d:(g + 1) * d] * b
-        for h in range(n_heads):
-            o[:, h * D + other] = wo[:, h * d:(h + 1) * d] * (fit.value_gain / b)
+        t = full_kv_tensors(wq, wk, wv, wo, _g(src.q_norm.weight), _g(src.k_norm.weight), fit, D=D, d=d,
+                            n_heads=n_heads, n_kv=n_kv, scaling=scaling)
+        q, k, o, qn, kn = (t[n] for n in ("q_proj", "k_proj", "o_proj", "q_norm", "k_norm"))
         info.update(rho=fit.rho, key_gain=fit.key_gain, value_gain=fit.value_gain)
     dst.q_proj.weight.copy_(q)
     dst.k_proj.weight.copy_(k)
@@ -285,20 +300,31 @@ def convert(g3, mode: str = "windowed", fits: dict[int, FullFit] | None = None, 
     dec.self_conditioning.down_proj.weight.zero_()
     dec.self_conditioning.pre_norm.weight.fill_(1.0)
     model.tie_weights()
-    _check_tied(model)
+    report["untied_copied"] = _share_with_decoder(model)
     return model, report
 
 
-def _check_tied(model) -> None:
+def _share_with_decoder(model) -> list[str]:
+    """DiffusionGemma ties the decoder's layer weights to the encoder's, but not the linear biases: copy those (the
+    value constants live in v_proj biases). Returns the names copied; raises if anything still differs."""
     enc = model.model.encoder.language_model
     dec = model.model.decoder
+    copied = []
+    for i, (a, b) in enumerate(zip(enc.layers, dec.layers)):
+        pb = dict(b.named_parameters())
+        for name, pa in a.named_parameters():
+            if pa.data_ptr() != pb[name].data_ptr():
+                pb[name].copy_(pa)
+                copied.append(f"layers.{i}.{name}")
+        for (name, xa), (_, xb) in zip(a.named_buffers(), b.named_buffers()):
+            xb.copy_(xa)
     pairs = [(enc.embed_tokens.weight, dec.embed_tokens.weight), (enc.norm.weight, dec.norm.weight),
              (enc.embed_tokens.weight, model.lm_head.weight)]
     for a, b in zip(enc.layers, dec.layers):
-        pairs += [(a.self_attn.q_proj.weight, b.self_attn.q_proj.weight), (a.mlp.down_proj.weight, b.mlp.down_proj.weight)]
-    for x, y in pairs:
-        if x.data_ptr() != y.data_ptr() and not torch.equal(x, y):
-            raise RuntimeError("the decoder does not share the encoder's weights")
+        pairs += list(zip(a.parameters(), b.parameters()))
+    if not all(torch.equal(x, y) for x, y in pairs):
+        raise RuntimeError("the decoder does not share the encoder's weights")
+    return sorted({n.split(".", 2)[2] for n in copied})
 
 
 # -- mode "keys-as-values": fitting rho and the gains on calibration text ------------------------------------------
