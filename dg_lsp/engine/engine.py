@@ -61,6 +61,7 @@ class Engine:
         self.stats = self.lifecycle.stats
         self.pad_id, self.eos_id, self.bos_id = self.lifecycle.pad_id, self.lifecycle.eos_id, self.lifecycle.bos_id
         self.batch_calibration: dict | None = None  # measure_batch_step() at warm-up; decides automatic batching
+        self.dtype_choice: dict | None = None  # dtype "auto" on CPU, settled at warm-up (engine/dtype_auto.py)
 
     @classmethod
     def load(cls, model: str | None = None, device: str = "auto", dtype: str = "auto",
@@ -124,8 +125,12 @@ class Engine:
 
     # -- life of the engine -------------------------------------------------------------------
     def warmup(self, calibrate: bool = True) -> InfillResult:
-        """A dummy fill (so the first real request pays no allocation cost), then, where batching is possible,
-        the measurement that decides automatic cross-document batching."""
+        """dtype `auto` on CPU settled (engine/dtype_auto.py), a dummy fill (so the first real request pays no
+        allocation cost), then, where batching is possible, the measurement that decides automatic batching."""
+        if calibrate and self.loaded.dtype_asked == "auto" and self.loaded.device == "cpu" \
+                and self.loaded.dtype == "float32" and self.dtype_choice is None:
+            self.dtype_choice = self.worker.submit(Job(fn=self.settle_dtype, doc_key=None, cancel=threading.Event(),
+                                                       superseded=lambda: None)).result()
         result = self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
                                            params=DenoiseParams(max_steps=2)))
         if calibrate and self.loop.runner is self.runner:
@@ -133,8 +138,16 @@ class Engine:
             self.batch_calibration = self.worker.submit(job).result()
         return result
 
+    def settle_dtype(self) -> dict:
+        from . import dtype_auto
+
+        record = dtype_auto.choose(self)
+        self.loaded.dtype = record["chosen"]
+        return record
+
     def status(self) -> dict:
         return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,
+                "dtypeChoice": self.dtype_choice,
                 "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms,
                 "engine": dict(self.stats), "batchCalibration": self.batch_calibration}
 

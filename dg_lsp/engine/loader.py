@@ -26,6 +26,7 @@ class LoadedModel:
     # "diffusiongemma" (engine/runner.py) or "gemma3-lora" (engine/gemma3: `parts` holds adapter, vocab, canvas)
     kind: str = "diffusiongemma"
     parts: dict | None = None
+    dtype_asked: str = ""  # "auto" on CPU: loaded in float32, settled at warm-up (engine/dtype_auto.py)
 
 
 def resolve_model_path(model: str | None) -> Path:
@@ -89,7 +90,7 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
         spec = InfillSpec.load(path)
         log.info("loaded %s (adapted Gemma 3) on %s (%s)", path, dev, torch_dtype)
         return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""),
-                           gemma3_load.ARCHITECTURE, parts)
+                           gemma3_load.ARCHITECTURE, parts, dtype_asked=dtype)
     from .fast.quant import quantization_kwargs, quantized_fraction
 
     quant_kwargs = quantization_kwargs(quantization, dev, torch_dtype)
@@ -111,4 +112,5 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
                  quantization, 100 * quantized_fraction(net), torch_dtype)
     spec = InfillSpec.load(path)
     log.info("loaded %s on %s (%s), noise=%s pad_fill=%s", path, dev, torch_dtype, spec.noise_kind, spec.pad_fill)
-    return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""))
+    return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""),
+                       dtype_asked=dtype)

@@ -47,6 +47,14 @@ class ModelRunner:
         """The dtype self-conditioning logits are fed back in."""
         return self.model.model.decoder.embed_tokens.weight.dtype
 
+    def set_dtype(self, dtype) -> None:
+        """Cast the model's weights (engine/dtype_auto.py) and refresh what the runner derived from them."""
+        self.model.to(dtype)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute tensors derived from the weights (none here)."""
+
     def new_cache(self):
         from transformers import DynamicCache
 

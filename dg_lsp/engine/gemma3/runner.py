@@ -34,12 +34,16 @@ class Gemma3Runner(ModelRunner):
         self.vocab_size = self.text_config.vocab_size
         self.canvas_length = canvas_length
         self.pad_id = self.text_config.pad_token_id or 0
-        self._head = vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
+        self._vocab = vocab
+        self.refresh()
         self.output_vocab = vocab.to(self.device)  # decode() returns logits over its columns only
         pad_col = self.column_of(self.pad_id)
         if pad_col is None:
             raise ValueError("the output vocabulary lacks the pad token")
         self.pad_column = pad_col
+
+    def refresh(self) -> None:
+        self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
 
     @property
     def logits_dtype(self):
