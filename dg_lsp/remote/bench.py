@@ -67,6 +67,7 @@ class TeamOptions:
     settings: dict = field(default_factory=dict)
     seed: int = 0
     affinity_check: bool = False
+    full_canvas: bool = False
     out: str | None = None
 
 
@@ -175,6 +176,21 @@ def _scripts(opts: TeamOptions, n: int, files: list[Path], rnd: random.Random, t
     return scripts
 
 
+def _full_canvas_engine():
+    from .client import RemoteEngine
+
+    class FullCanvasEngine(RemoteEngine):
+        """--full-canvas: every request on the model's whole canvas (hole_slots None), so all rows of a batch
+        have one canvas length."""
+
+        def submit(self, request):
+            if getattr(request, "hole_slots", None) is not None:
+                request.hole_slots = None
+            return super().submit(request)
+
+    return FullCanvasEngine
+
+
 def run_once(opts: TeamOptions, url: str, token: str | None, mode: str, clients: int, files: list[Path],
              affinity: bool = True, tag: str = "") -> dict:
     from dg_lsp.completion import CompletionService
@@ -185,7 +201,8 @@ def run_once(opts: TeamOptions, url: str, token: str | None, mode: str, clients:
     settings = _settings(opts, rows)
     rnd = random.Random(opts.seed * 1000 + clients)  # the same scripts for every mode
     scripts = _scripts(opts, clients, files, rnd, f"{tag}{mode}{clients}")
-    engines = [RemoteEngine(url, token=token, client_id=f"bench-{secrets.token_hex(4)}-{i}", affinity=affinity)
+    cls = _full_canvas_engine() if opts.full_canvas else RemoteEngine
+    engines = [cls(url, token=token, client_id=f"bench-{secrets.token_hex(4)}-{i}", affinity=affinity)
                for i in range(clients)]
     for e in engines:
         e.warmup()
@@ -225,6 +242,8 @@ def run_once(opts: TeamOptions, url: str, token: str | None, mode: str, clients:
             "documents_on_one_replica": sum(1 for c in routes if len(c) == 1),
             "requests_on_main_replica": sum(c.most_common(1)[0][1] for c in routes),
             "requests_routed": sum(sum(c.values()) for c in routes),
+            "engine_errors": sum(e.stats["unreachable"] + e.stats["failed"] for e in engines),
+            "timeouts": sum(e.stats["timeouts"] for e in engines),
             "roundtrip_minus_server_ms": (sum(e.stats["roundTripMs"] - e.stats["serverMs"] for e in engines)
                                           / max(1, answered))}
 
@@ -247,7 +266,8 @@ def summary(run: dict) -> dict:
             "reuse": run["reused_tokens"] / run["prompt_tokens"] if run["prompt_tokens"] else None,
             "steps": run["engine_steps"] / max(1, run["engine_infills"]),
             "deadline": run["deadline_hits"] / max(1, run["engine_infills"]),
-            "overhead": run["roundtrip_minus_server_ms"]}
+            "overhead": run["roundtrip_minus_server_ms"], "errors": run.get("engine_errors"),
+            "timeouts": run.get("timeouts")}
 
 
 def table(runs: list[dict]) -> str:
@@ -260,7 +280,8 @@ def table(runs: list[dict]) -> str:
             ("denoising steps per computation", "steps", 1, ""),
             ("  step budget (deadlineMs) hit", "deadline", 0, "%"),
             ("prompt tokens from the replica's prefix cache", "reuse", 0, "%"),
-            ("HTTP + Serve overhead per computation (ms)", "overhead", 1, "")]
+            ("HTTP + Serve overhead per computation (ms)", "overhead", 1, ""),
+            ("engine errors (HTTP 5xx, refused)", "errors", 0, ""), ("no answer within 10 s", "timeouts", 0, "")]
     heads = [f"{r['clients']} {'client' if r['clients'] == 1 else 'clients'} {r['mode']}" for r in runs]
     sums = [summary(r) for r in runs]
     out = ["| figure | " + " | ".join(heads) + " |", "|---|" + "---|" * len(runs)]
@@ -331,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--affinity-check", action="store_true",
                    help="also start a 2-replica engine and type with session affinity on and off")
+    p.add_argument("--full-canvas", action="store_true",
+                   help="send every request on the model's whole canvas (no per-trigger hole_slots), for both modes")
     p.add_argument("--out", default=None, help="write the JSON report here and a PNG plot beside it")
     p.add_argument("-v", "--verbose", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -352,7 +375,8 @@ def main(argv: list[str]) -> int:
         raise ValueError("--batch-rows must be 1-64")
     opts = TeamOptions(clients=tuple(args.clients), modes=modes, engine=args.engine, replicas=args.replicas,
                        bursts=args.bursts, batch_rows=args.batch_rows, model=args.model, device=args.device,
-                       settings=dict(args.setting), seed=args.seed, affinity_check=args.affinity_check, out=args.out)
+                       settings=dict(args.setting), seed=args.seed, affinity_check=args.affinity_check,
+                       full_canvas=args.full_canvas, out=args.out)
     _settings(opts, 1)  # bad --setting values fail before an engine starts
     files = package_sources()
     command = "dg-lsp bench team " + shlex.join(argv)
@@ -390,7 +414,8 @@ def main(argv: list[str]) -> int:
         finally:
             two.close()
     print(f"engine: {url} ({len(replicas)} replica{'s' if len(replicas) > 1 else ''}), model {info['model']}, "
-          f"device {info['device']}; editor settings {json.dumps(dict(DEFAULT_SETTINGS, **opts.settings))}\n")
+          f"device {info['device']}; editor settings {json.dumps(dict(DEFAULT_SETTINGS, **opts.settings))}"
+          f"{'; every request on the whole canvas (--full-canvas)' if opts.full_canvas else ''}\n")
     print(table(runs), flush=True)
     if affinity_runs:
         print("\n" + affinity_table(affinity_runs), flush=True)
@@ -398,7 +423,7 @@ def main(argv: list[str]) -> int:
         report = {"command": command, "engine": {"url": url, "replicas": len(replicas), "model": info["model"],
                                                  "device": info["device"],
                                                  "startup_s": started.startup_s if started else None},
-                  "settings": dict(DEFAULT_SETTINGS, **opts.settings), "runs": runs,
+                  "settings": dict(DEFAULT_SETTINGS, **opts.settings), "full_canvas": opts.full_canvas, "runs": runs,
                   "summary": [dict(summary(r), clients=r["clients"], mode=r["mode"]) for r in runs],
                   "affinity": affinity_runs}
         Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
