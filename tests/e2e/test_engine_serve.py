@@ -388,3 +388,27 @@ def test_the_engine_killed_and_restarted_is_survived(engine):
         assert set(_replica_pids(engine)).isdisjoint(old)
     finally:
         client.close()
+
+
+# -- the command lines' bad input (no Ray started) ---------------------------------------------------------------
+def _dg(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dg_lsp", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+def test_engine_serve_without_a_token_refuses_to_start_in_one_line():
+    env = {k: v for k, v in os.environ.items() if k != wire.TOKEN_ENV}
+    done = _dg("engine", "serve", "--port", str(_free_port()), env=env)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "a shared token is required" in line and wire.TOKEN_ENV in line
+    done = _dg("engine", "serve", "--token", "short", env=env)
+    assert done.returncode == 2 and "at least 8 characters" in done.stderr
+
+
+def test_bench_team_bad_input_is_one_line_and_exit_2():
+    done = _dg("bench", "team", "--modes", "sometimes")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "dg-lsp bench: error: --modes: expected nobatch and/or batch, got 'sometimes'"]
+    done = _dg("serve", "--engine", "gpu-box:8000", "--help")
+    assert done.returncode == 0 and "--engine URL" in done.stdout
