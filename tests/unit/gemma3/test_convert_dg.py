@@ -143,3 +143,19 @@ def test_refuses_what_it_cannot_convert():
     g3.config.attn_logit_softcapping = None
     with pytest.raises(ValueError, match="mode"):
         C.dg_config(g3.config, "exact")
+
+
+def test_decoder_differs_from_the_next_token_prediction_only_by_its_input_norm():
+    """The decoder (shared weights) on a canvas with a causal mask over the encoder's cache: with its input RMSNorm
+    (DiffusionGemmaSelfConditioning.post_norm, no weight) bypassed, each canvas row is Gemma 3's next-token
+    prediction within EXACT; with it, as DiffusionGemma runs, it is not (the gap is printed)."""
+    from dg_lsp.bench.convert_a import decoder_parity
+
+    g3 = gemma3(["sliding_attention", "full_attention"])
+    dg, _ = C.convert(g3, "windowed")
+    seqs = [ids(48, seed=9)[0].tolist()]
+    as_built = decoder_parity(g3, dg, seqs, k=16)
+    print(f"decoder as DiffusionGemma runs it: {as_built}")
+    assert as_built["max_abs"] > 100 * EXACT
+    dg.model.decoder.self_conditioning.forward = lambda inputs_embeds, signal: inputs_embeds
+    assert decoder_parity(g3, dg, seqs, k=16)["max_abs"] <= EXACT
