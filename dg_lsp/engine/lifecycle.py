@@ -99,12 +99,13 @@ class InfillLifecycle:
 
     def canvas_length(self, request: InfillRequest, suffix_ids: list[int]) -> int:
         """The pad-fill canvas (hole + suffix head): the model's whole canvas, or `request.hole_slots` hole
-        positions and the suffix head, never more than the model's canvas."""
+        positions plus the suffix head's size, never more than the model's canvas."""
         full = self.runner.canvas_length
         if request.hole_slots is None:
             return full
-        head = min(len(suffix_ids), self.spec.suffix_head_tokens, full - 1)
-        return min(full, max(1, int(request.hole_slots)) + head)
+        # the suffix head's full size, whatever this suffix's length: a shorter suffix leaves its room to the hole
+        # (as on the whole canvas), so every request of one size has one canvas width and can share a batch
+        return min(full, max(1, int(request.hole_slots)) + min(self.spec.suffix_head_tokens, full - 1))
 
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""

@@ -32,6 +32,20 @@ def test_engine_builds_the_requested_hole(tiny_engine):
     assert result.hole_length == 4 and result.generated_tokens <= 4
 
 
+def test_one_size_has_one_width_whatever_the_suffix(tiny_engine):
+    """Rows of one size share a batch, so their canvases must stack: a short suffix leaves its room to the hole."""
+    widths = set()
+    for suffix in ("", "\n", "\n\ndef g(y):\n    return y * 2\n"):
+        _, canvas, _ = tiny_engine.prepare(InfillRequest(prefix="x = ", suffix=suffix, hole_slots=4))
+        widths.add(canvas.length)
+        assert canvas.hole_lengths[0] >= 4
+    assert len(widths) == 1
+    rows = [InfillRequest(prefix=f"v{i} = ", suffix=s, batch_rows=4, length_strategy="pad", hole_slots=4)
+            for i, s in enumerate(("", "\n", "\n\ndef g(y):\n    return y * 2\n"))]
+    futures = [tiny_engine.submit(r) for r in rows]
+    assert all(f.result().steps >= 1 for f in futures)
+
+
 def test_only_equal_sizes_share_a_batch(tiny_engine):
     a = InfillRequest(prefix="x = ", batch_rows=4, length_strategy="pad", hole_slots=8)
     b = InfillRequest(prefix="y = ", batch_rows=4, length_strategy="pad", hole_slots=8)
