@@ -70,7 +70,7 @@ def dg_hidden(dg, ids):
 
 
 @torch.no_grad()
-def compare(g3, dg, seqs, chunk: int = 128) -> dict:
+def compare(g3, dg, seqs, chunk: int = 128, split: int | None = None) -> dict:
     """max/mean |logit difference|, top-1 agreement and KL(Gemma 3 || other) over every position of `seqs`. `dg` is
     a converted model (its encoder, its head, its soft-cap as the engine's runner applies it; Gemma 3 270M has no
     cap) or another Gemma 3 (the float noise floor)."""
@@ -83,7 +83,7 @@ def compare(g3, dg, seqs, chunk: int = 128) -> dict:
     mx = 0.0
     total = 0.0
     kl = 0.0
-    per = []
+    per, per_mean, per_argmax = [], [], ([], [])
     for ids in seqs:
         a, b = g3_hidden(g3, ids), hidden(dg, ids)
         for s in range(0, len(ids), chunk):
@@ -99,9 +99,20 @@ def compare(g3, dg, seqs, chunk: int = 128) -> dict:
             pa = la.log_softmax(-1)
             kl += float((pa.exp() * (pa - lb.log_softmax(-1))).sum(-1).sum())
             per.append(d.max(-1).values)
-    per = torch.cat(per)
-    return {"positions": n, "max_abs": mx, "mean_abs": total / n, "top1_agree": agree / n, "kl_nats": kl / n,
-            "p50_pos_max": float(per.median()), "p99_pos_max": float(per.quantile(0.99))}
+            per_mean.append(d.mean(-1))
+            per_argmax[0].append(la.argmax(-1))
+            per_argmax[1].append(lb.argmax(-1))
+    per, per_mean = torch.cat(per), torch.cat(per_mean)
+    per_argmax = (torch.cat(per_argmax[0]), torch.cat(per_argmax[1]))
+    out = {"positions": n, "max_abs": mx, "mean_abs": total / n, "top1_agree": agree / n, "kl_nats": kl / n,
+           "p50_pos_max": float(per.median()), "p99_pos_max": float(per.quantile(0.99))}
+    if split is not None and len(seqs) == 1 and len(seqs[0]) > split:  # positions before / from `split`
+        out["positions_split"] = split
+        for name, sl in (("before_split", slice(0, split)), ("from_split", slice(split, None))):
+            a, b = per_argmax[0][sl], per_argmax[1][sl]
+            out[name] = {"positions": int(a.numel()), "max_abs": float(per[sl].max()),
+                         "mean_abs": float(per_mean[sl].mean()), "top1_agree": float((a == b).float().mean())}
+    return out
 
 
 @torch.no_grad()
@@ -267,6 +278,7 @@ def cmd_parity(args) -> dict:
     eval_seqs = sequences(tok, EVAL_FILES, args.tokens)
     long_seqs = sequences(tok, (LONG_FILE,), args.long_tokens)
     fit_seqs = sequences(tok, FIT_FILES[:args.fit_files], args.tokens)
+    window = g3.config.sliding_window
     out = {"base": args.base, "eval_files": list(EVAL_FILES), "tokens_per_file": args.tokens,
            "long_file": LONG_FILE, "long_tokens": len(long_seqs[0]), "fit_files": list(FIT_FILES[:args.fit_files]),
            "modes": {}}
@@ -281,14 +293,16 @@ def cmd_parity(args) -> dict:
     modes = ("windowed", "keys-as-values") if args.mode == "both" else tuple(filter(None, [args.mode]))
     for mode in modes:
         dg, report = build(g3, mode, fit_seqs)
-        row = {"report": report, "short": compare(g3, dg, eval_seqs), "long": compare(g3, dg, long_seqs)}
+        row = {"report": report}
+        if not args.skip_compare:
+            row.update(short=compare(g3, dg, eval_seqs), long=compare(g3, dg, long_seqs, split=window))
         if args.decoder:
             row["decoder_causal"] = decoder_parity(g3, dg, eval_seqs)
         if args.heal_minutes and mode == "keys-as-values":
             heal_seqs = sequences(tok, heal_files(args.heal_files), args.tokens)
             row["heal"] = heal(g3, dg, report, heal_seqs, args.heal_minutes, lr=args.heal_lr)
             row["short_healed"] = compare(g3, dg, eval_seqs)
-            row["long_healed"] = compare(g3, dg, long_seqs)
+            row["long_healed"] = compare(g3, dg, long_seqs, split=window)
             if args.save_healed:
                 dg.save_pretrained(args.save_healed)
                 tok.save_pretrained(args.save_healed)
@@ -380,6 +394,7 @@ def main(argv=None) -> int:
         s.add_argument("--out", default=None, help="write the JSON here")
     pp = sub.choices["parity"]
     pp.add_argument("--long-tokens", type=int, default=1024)
+    pp.add_argument("--skip-compare", action="store_true", help="no encoder comparison (with --decoder)")
     pp.add_argument("--decoder", action="store_true", help="also the decoder with a causal mask (no healing)")
     pp.add_argument("--noise-floor", action="store_true", help="also compare Gemma 3 eager vs sdpa attention")
     pp.add_argument("--heal-minutes", type=float, default=0.0)
