@@ -1,5 +1,5 @@
 """From a document position to finished completion text (context -> engine -> post-processing)."""
 
-from .service import Completion, CompletionRequest, CompletionService
+from .service import CompletionRequest, CompletionService, Suggestion
 
-__all__ = ["Completion", "CompletionRequest", "CompletionService"]
+__all__ = ["CompletionRequest", "CompletionService", "Suggestion"]

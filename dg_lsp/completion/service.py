@@ -50,7 +50,10 @@ class CompletionRequest:
 
 
 @dataclass
-class Completion:
+class Suggestion:
+    """The finished text for a request's hole (shown, or for a selection applied), where it goes, and how it came
+    about. `start`/`end` are the request's, in its unit: (line, code-point column) on LSP lines."""
+
     text: str
     start: tuple[int, int]
     end: tuple[int, int]
@@ -107,7 +110,7 @@ class CompletionService:
                                  max_lines=self.settings.max_lines)
 
     # -- the request path -----------------------------------------------------------------------
-    async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion | None:
+    async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Suggestion | None:
         self.stats["requests"] += 1
         try:
             p = await asyncio.to_thread(self._prepare, req)
@@ -124,7 +127,7 @@ class CompletionService:
             self.stats["failed"] += 1
             raise
 
-    async def _serve(self, p: _Prepared, ticket, cancel) -> Completion | None:
+    async def _serve(self, p: _Prepared, ticket, cancel) -> Suggestion | None:
         use_cache = self.settings.completion_cache and not p.req.is_selection
         if use_cache:
             served = self._from_cache(p)
@@ -133,7 +136,7 @@ class CompletionService:
                 return served
         return await self._compute(p, ticket, use_cache, cancel)
 
-    def _from_cache(self, p: _Prepared) -> Completion | None:
+    def _from_cache(self, p: _Prepared) -> Suggestion | None:
         text = self.cache.get(p.suggestion)
         source = "cache"
         if text is None:
@@ -143,7 +146,7 @@ class CompletionService:
         if text is None:
             return None
         self.stats["cacheExact" if source == "cache" else "cacheTyped"] += 1
-        return self._completion(p, text, None, source)
+        return self._suggestion(p, text, None, source)
 
     def _adoptable(self, running: Computation, p: _Prepared) -> bool:
         """Wait for the document's running computation instead of replacing it? Always when it is for
@@ -159,7 +162,7 @@ class CompletionService:
         started = running.request.started_at
         return started is not None and (time.monotonic() - started) * 1000 >= 0.75 * self._typical_ms
 
-    async def _compute(self, p: _Prepared, ticket, use_cache: bool, cancel) -> Completion | None:
+    async def _compute(self, p: _Prepared, ticket, use_cache: bool, cancel) -> Suggestion | None:
         key = p.req.doc_key
         running = self.slots.computation(key)
         if running is not None and self._adoptable(running, p):
@@ -174,7 +177,7 @@ class CompletionService:
             if rest is not None:
                 self.stats["inflightTyped"] += 1
                 self.cache.put(p.suggestion, rest)
-                return self._completion(p, rest, None, "inflight")
+                return self._suggestion(p, rest, None, "inflight")
         if await self._debounced(p, ticket):
             self.stats["superseded"] += 1
             return None
@@ -195,13 +198,13 @@ class CompletionService:
         await asyncio.wait({ticket}, timeout=delay / 1000)
         return ticket.done()
 
-    def _answer(self, p: _Prepared, outcome, source: str) -> Completion | None:
+    def _answer(self, p: _Prepared, outcome, source: str) -> Suggestion | None:
         if outcome is None:  # the computation was stopped (by the client's $/cancelRequest, or a fill)
             self.stats["superseded"] += 1
             return None
         text, result = outcome
         self.stats["computed"] += 1
-        return self._completion(p, text, result, source)
+        return self._suggestion(p, text, result, source)
 
     def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
         infill = InfillRequest(prefix=p.suggestion.prefix, suffix=p.ctx.suffix, params=params_from(self.settings),
@@ -232,7 +235,7 @@ class CompletionService:
         self.stats["computations"] += 1
         return self.slots.start(p.req.doc_key, p.suggestion, infill, run())
 
-    def _completion(self, p: _Prepared, text: str, result: InfillResult | None, source: str) -> Completion:
+    def _suggestion(self, p: _Prepared, text: str, result: InfillResult | None, source: str) -> Suggestion:
         req = p.req
         end = req.end if req.end is not None else (req.line, req.column)
         timings = dict(result.timings_ms if result is not None else {}, context=p.context_ms,
@@ -243,5 +246,5 @@ class CompletionService:
         if result is not None:
             detail = f", {result.steps} steps" + (", step budget hit" if result.deadline_hit else "")
         log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source, detail)
-        return Completion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
+        return Suggestion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
                           source=source)

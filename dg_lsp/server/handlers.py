@@ -62,8 +62,8 @@ def register(server: DgLspServer) -> None:
             return types.InlineCompletionList(items=[])
         if answer is None or not answer[0].text:
             return types.InlineCompletionList(items=[])
-        completion, rng = answer
-        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=completion.text, range=rng)])
+        suggestion, rng = answer
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=suggestion.text, range=rng)])
 
     @server.command(FILL_SELECTION)
     async def fill_selection(ls: DgLspServer, *args):

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from dg_lsp import __version__
-from dg_lsp.completion import Completion, CompletionRequest, CompletionService
+from dg_lsp.completion import CompletionRequest, CompletionService, Suggestion
 from dg_lsp.config import SECTION, Settings, engine_key, merge
 from dg_lsp.engine import InfillRequest
 
@@ -146,7 +146,7 @@ class DgLspServer(LanguageServer):
 
     async def complete_at(self, uri: str, start: types.Position, end: types.Position | None,
                           automatic: bool, queue_key: str | None = None, snap=None,
-                          check=None) -> tuple[Completion, types.Range] | None:
+                          check=None) -> tuple[Suggestion, types.Range] | None:
         """`queue_key` names the supersession queue: inline requests for a document replace each other;
         an explicit fill has its own key so a stray as-you-type request cannot cancel it. `snap`: a snapshot
         already taken; `check(service, request)`: a refusal reason (str) stops the request before the model runs,
@@ -168,11 +168,11 @@ class DgLspServer(LanguageServer):
         req = _to_newline_coordinates(req, lines, source)
         if check is not None and (reason := check(service, req)):
             raise Refused(reason)
-        completion = await service.complete(req)
-        if completion is None:
+        suggestion = await service.complete(req)
+        if suggestion is None:
             return None
         rng = types.Range(start=to_client(lines, codec, *s), end=to_client(lines, codec, *e))
-        return completion, rng
+        return suggestion, rng
 
 
     # -- the process -------------------------------------------------------------------------
@@ -211,11 +211,11 @@ class DgLspServer(LanguageServer):
             return _not_applied(str(exc))
         if answer is None:
             return _not_applied("no completion (the model is unavailable or still loading, or a newer fill came)")
-        completion, edit_range = answer
-        text = completion.text
+        suggestion, edit_range = answer
+        text = suggestion.text
         if not text.strip():
             return _not_applied("no fill", text)
-        if (cut := _filled_whole_canvas(completion)) is not None:
+        if (cut := _filled_whole_canvas(suggestion)) is not None:
             return _not_applied(cut, text)
         now = self.workspace.text_documents.get(unquote(uri))
         if (now is not doc or now.version != version) and not (now is None and version is None):
@@ -273,9 +273,9 @@ def _selection_fits(service: CompletionService, req: CompletionRequest) -> str |
     return None
 
 
-def _filled_whole_canvas(completion: Completion) -> str | None:
+def _filled_whole_canvas(suggestion: Suggestion) -> str | None:
     """A pad-fill that used every hole position never chose to end: it may be cut (issue 14.4)."""
-    result = completion.result
+    result = suggestion.result
     if result is None or len(result.candidates) > 1 or result.hole_length <= 0:
         return None
     if result.generated_tokens >= result.hole_length:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from tqdm import tqdm
 
 from dg_lsp.bench.quality import executor, report, scoring
-from dg_lsp.bench.quality.runners import (AutoregressiveRunner, Completion, EmptyRunner, EngineRunner, NoSuffixRunner,
-                                  OracleLengthRunner, RunSettings)
+from dg_lsp.bench.quality.runners import (AutoregressiveRunner, EmptyRunner, EngineRunner, NoSuffixRunner,
+                                          OracleLengthRunner, RunSettings, TaskEdit)
 from dg_lsp.bench.quality.tasks import Task
 
 
@@ -108,13 +108,13 @@ def make_runner(config: Config, options: BenchOptions, engines: _Engines):
     return EngineRunner(engines.get(), config.settings)
 
 
-def _complete(runner, task: Task) -> Completion:
+def _complete(runner, task: Task) -> TaskEdit:
     t0 = time.perf_counter()
     try:
         return runner.complete(task)
     except Exception as exc:  # noqa: BLE001 - one failed completion is a failed sample, never a failed run
         hole = len(task.prefix)
-        return Completion("", hole, hole, (time.perf_counter() - t0) * 1000.0, error=f"{type(exc).__name__}: {exc}")
+        return TaskEdit("", hole, hole, (time.perf_counter() - t0) * 1000.0, error=f"{type(exc).__name__}: {exc}")
 
 
 def generate(config: Config, tasks: list[Task], options: BenchOptions, engines: _Engines) -> tuple[list[dict], dict]:

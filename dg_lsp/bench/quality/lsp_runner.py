@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from dg_lsp.bench.lsp_client import LspClient
-from dg_lsp.bench.quality.runners import Completion, RunSettings
+from dg_lsp.bench.quality.runners import RunSettings, TaskEdit
 from dg_lsp.bench.quality.tasks import Task
 
 EXTENSION = {"python": ".py", "javascript": ".js", "typescript": ".ts", "tsx": ".tsx", "go": ".go",
@@ -117,7 +117,7 @@ class LspRunner:
         name = Path(task.path).name if task.path else f"task{EXTENSION.get(task.language, '.txt')}"
         return (self.root / str(self._count) / name).as_uri()
 
-    def complete(self, task: Task) -> Completion:
+    def complete(self, task: Task) -> TaskEdit:
         doc = task.prefix + task.suffix
         uri = self._uri(task)
         self.client.notify("textDocument/didOpen", {"textDocument": {
@@ -142,17 +142,17 @@ class LspRunner:
         return completion
 
     @staticmethod
-    def _to_completion(task: Task, doc: str, item: dict | None, latency: float, error: str | None) -> Completion:
+    def _to_completion(task: Task, doc: str, item: dict | None, latency: float, error: str | None) -> TaskEdit:
         hole = len(task.prefix)
         if item is None:
-            return Completion("", hole, hole, latency, error=error)
+            return TaskEdit("", hole, hole, latency, error=error)
         text = item.get("insertText", "")
         if isinstance(text, dict):  # StringValue (snippet): plain text is all a benchmark can score
             text = text.get("value", "")
         start = end = hole
         if item.get("range"):
             start, end = offset_of(doc, item["range"]["start"]), offset_of(doc, item["range"]["end"])
-        return Completion(text, start, end, latency)
+        return TaskEdit(text, start, end, latency)
 
     def peak_memory(self) -> dict:
         return {"mb": self.client.peak_rss_mb(), "kind": "server_max_rss"}

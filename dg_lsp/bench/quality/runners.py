@@ -1,6 +1,6 @@
 """Runners: produce one completion per task through the engine (diffusion, autoregressive) or not at all.
 
-Every runner returns a `Completion`: an edit of the document the editor would hold
+Every runner returns a `TaskEdit`: an edit of the document the editor would hold
 (`prefix + suffix`, the hole removed) plus timings, scored as that edit applied to the document.
 The LSP runner (`lsp_runner.py`) returns the server's item: its `insertText` over its `range`.
 The diffusion engine runner (and the oracle-length diagnostic) returns what the server would send for
@@ -43,7 +43,9 @@ class RunSettings:
 
 
 @dataclass
-class Completion:
+class TaskEdit:
+    """A runner's answer to a task: an edit of the task's document in character offsets, with its figures."""
+
     text: str
     start: int  # the edit replaces document[start:end], document = prefix + suffix
     end: int
@@ -55,8 +57,8 @@ class Completion:
     error: str | None = None
 
 
-def insertion(task: Task, text: str, latency_ms: float, **kw) -> Completion:
-    return Completion(text, len(task.prefix), len(task.prefix), latency_ms, **kw)
+def insertion(task: Task, text: str, latency_ms: float, **kw) -> TaskEdit:
+    return TaskEdit(text, len(task.prefix), len(task.prefix), latency_ms, **kw)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class EngineRunner:
                              hole_lengths=s.hole_lengths, max_prompt_tokens=s.max_prompt_tokens,
                              use_suffix=self.use_suffix, heal=s.heal)
 
-    def complete(self, task: Task) -> Completion:
+    def complete(self, task: Task) -> TaskEdit:
         request = self.request(task)
         t0 = time.perf_counter()
         result = self.engine.infill(request)
@@ -189,7 +191,7 @@ class AutoregressiveRunner(EngineRunner):
 
     mode = "ar"
 
-    def complete(self, task: Task) -> Completion:
+    def complete(self, task: Task) -> TaskEdit:
         s = self.settings
         t0 = time.perf_counter()
         result = self.engine.autoregressive(task.prefix, max_new_tokens=s.max_new_tokens,
@@ -237,7 +239,7 @@ class EmptyRunner:
 
     mode, via = "empty", "none"
 
-    def complete(self, task: Task) -> Completion:
+    def complete(self, task: Task) -> TaskEdit:
         return insertion(task, "", 0.0)
 
     def peak_memory(self) -> dict:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dg_lsp.bench.quality import executor
 from dg_lsp.bench import metrics
-from dg_lsp.bench.quality.runners import Completion
+from dg_lsp.bench.quality.runners import TaskEdit
 from dg_lsp.bench.quality.tasks import Task
 
 
-def apply_completion(task: Task, completion: Completion) -> tuple[str, str]:
+def apply_completion(task: Task, completion: TaskEdit) -> tuple[str, str]:
     """(edited file, predicted middle) for a completion's edit of the document `prefix + suffix`.
 
     An edit that also rewrites text around the hole (an LSP item whose range covers part of the
@@ -28,7 +28,7 @@ def apply_completion(task: Task, completion: Completion) -> tuple[str, str]:
     return edited, completion.text
 
 
-def score(task: Task, completion: Completion) -> dict:
+def score(task: Task, completion: TaskEdit) -> dict:
     """One sample's record (everything but the test outcome, which `run_tests` adds)."""
     edited, middle = apply_completion(task, completion)
     timings = completion.timings_ms or {}

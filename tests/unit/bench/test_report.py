@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dg_lsp.bench.quality import report
 from dg_lsp.bench.quality.lsp_runner import LspRunner, offset_of, utf16_position
-from dg_lsp.bench.quality.runners import Completion, shape_continuation
+from dg_lsp.bench.quality.runners import TaskEdit, shape_continuation
 from dg_lsp.bench.quality.scoring import apply_completion, score
 from dg_lsp.bench.quality.tasks import Task, infer_kind
 
@@ -12,13 +12,13 @@ TASK = Task("t1", "line-rest", "python", prefix="def f(x):\n    return x", middl
 
 
 def test_apply_insertion_and_lsp_range():
-    assert apply_completion(TASK, Completion(" + 1", 22, 22, 1.0)) == ("def f(x):\n    return x + 1\n", " + 1")
+    assert apply_completion(TASK, TaskEdit(" + 1", 22, 22, 1.0)) == ("def f(x):\n    return x + 1\n", " + 1")
     # An item replacing the whole line keeps the text before the cursor: the middle is what it adds.
-    item = Completion("    return x + 1", 10, 22, 1.0)
+    item = TaskEdit("    return x + 1", 10, 22, 1.0)
     assert apply_completion(TASK, item) == ("def f(x):\n    return x + 1\n", " + 1")
     assert score(TASK, item)["exact_match"] is True
     # An item that rewrites the text before the cursor is scored as what it inserts.
-    edited, middle = apply_completion(TASK, Completion("    yield x", 10, 22, 1.0))
+    edited, middle = apply_completion(TASK, TaskEdit("    yield x", 10, 22, 1.0))
     assert edited == "def f(x):\n    yield x\n" and middle == "    yield x"
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from lsprotocol import types
 
-from dg_lsp.completion import Completion, CompletionRequest, CompletionService
+from dg_lsp.completion import CompletionRequest, CompletionService, Suggestion
 from dg_lsp.config import Settings
 from dg_lsp.engine import InfillResult
 from dg_lsp.server import build_server
@@ -37,7 +37,7 @@ def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12)
     applied = []
 
     async def complete_at(uri, start, end, automatic, queue_key=None, snap=None, check=None):
-        return (Completion(text=completion_text, start=(0, 0), end=(0, 0),
+        return (Suggestion(text=completion_text, start=(0, 0), end=(0, 0),
                            result=InfillResult(text=completion_text, generated_tokens=generated, hole_length=hole)),
                 types.Range(start=start, end=end))
 
