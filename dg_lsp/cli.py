@@ -201,9 +201,10 @@ def read_source(path: Path) -> str:
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # LSP's line breaks
 
 
-def position_to_offset(text: str, line: int, col: int, path: Path | str = "the file") -> int:
-    """The character offset of a 1-based LINE:COL (lines broken as LSP breaks them, COL counting characters, at
-    most one past the line's end); CliError naming the valid range when it lies outside the file."""
+def checked_position(text: str, line: int, col: int, path: Path | str = "the file") -> tuple[int, int]:
+    """The 0-based (line, column) of a 1-based LINE:COL, CompletionRequest's unit: lines broken as LSP breaks them,
+    COL counting characters, at most one past the line's end; CliError naming the valid range when it lies outside
+    the file."""
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
     if not 1 <= line <= len(starts):
         raise CliError(f"line {line} is outside {path}: it has lines 1-{len(starts)}")
@@ -212,13 +213,7 @@ def position_to_offset(text: str, line: int, col: int, path: Path | str = "the f
     length = (end.start() if end else len(text)) - start
     if not 1 <= col <= length + 1:
         raise CliError(f"column {col} is outside line {line} of {path}: it has columns 1-{length + 1}")
-    return start + col - 1
-
-
-def newline_coordinates(text: str, offset: int) -> tuple[int, int]:
-    """0-based (line, column) of a character offset, on lines split at '\\n' only (CompletionRequest's)."""
-    line = text.count("\n", 0, offset)
-    return line, offset - (text.rfind("\n", 0, offset) + 1)
+    return line - 1, col - 1
 
 
 def cmd_complete(args) -> int:
@@ -227,7 +222,7 @@ def cmd_complete(args) -> int:
     except ValueError:
         raise CliError(f"expected FILE:LINE:COL (1-based), got {args.location!r}") from None
     text = read_source(path)
-    row, column = newline_coordinates(text, position_to_offset(text, line, col, path))
+    row, column = checked_position(text, line, col, path)
     threads = thread_count(args)
     settings = _settings(args, no_deadline_by_default=True)
 

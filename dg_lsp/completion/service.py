@@ -8,8 +8,8 @@ One service lives as long as its engine and keeps what makes typing fast (docs/A
 - the prompt starts at a stable anchor (`window.stable_prefix`), so the engine's prefix cache
   encodes only what was typed.
 
-No protocol types here: the server converts LSP positions (UTF-16) to code-point columns
-before calling, and converts the answer back.
+No protocol types here: the server converts LSP positions (UTF-16) once, to (line, code-point column) on LSP
+lines (`CompletionRequest`), before calling, and converts the answer back.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from dg_lsp.config import Settings
-from dg_lsp.context import extract_context
+from dg_lsp.context import extract_context, newline_text
 from dg_lsp.context.windows import CHARS_PER_TOKEN
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
@@ -36,10 +37,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CompletionRequest:
-    text: str  # immutable snapshot of the document
+    """A hole in a document snapshot. Positions are in the one unit below the protocol: (line, column), 0-based,
+    lines broken as LSP breaks them (at \\n, \\r\\n and \\r), the column counting code points. The server
+    converts the client's positions to it once (`server/positions.to_server`)."""
+
+    text: str  # immutable snapshot of the document, its line breaks as they are
     language_id: str | None
-    line: int  # 0-based
-    column: int  # code points within the line
+    line: int
+    column: int
     end: tuple[int, int] | None = None  # (line, column): replace the range [position, end)
     automatic: bool = False  # typed-through trigger (vs. explicitly invoked)
     doc_key: str | None = None
@@ -47,6 +52,12 @@ class CompletionRequest:
     @property
     def is_selection(self) -> bool:
         return self.end is not None and self.end != (self.line, self.column)
+
+    @cached_property
+    def document(self) -> str:
+        """The text with every line break as '\\n': its '\\n' lines are the LSP lines, so (line, column) means the
+        same thing to everything below (context, the prompt window, post-processing)."""
+        return newline_text(self.text)
 
 
 @dataclass
@@ -94,10 +105,11 @@ class CompletionService:
     def _prepare(self, req: CompletionRequest) -> _Prepared:
         t0 = time.perf_counter()
         s = self.settings
-        ctx = extract_context(req.text, req.language_id, req.line, req.column, end=req.end,
+        text = req.document
+        ctx = extract_context(text, req.language_id, req.line, req.column, end=req.end,
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
         budget = int(s.prefix_tokens * CHARS_PER_TOKEN)
-        prefix, cursor = stable_prefix(req.text, ctx.start[0], ctx.start[1], budget)
+        prefix, cursor = stable_prefix(text, ctx.start[0], ctx.start[1], budget)
         variant = (s.max_steps, s.temperature, s.entropy_bound, s.seed, s.deadline_ms, s.length_strategy,
                    s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
         suggestion = SuggestionContext(req.doc_key, prefix, ctx.suffix, cursor, variant)

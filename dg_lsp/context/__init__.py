@@ -4,6 +4,7 @@ No protocol or model imports here, so everything can be called, tested and
 benchmarked on its own.
 """
 
+from dg_lsp.context.document import newline_text
 from dg_lsp.context.extract import CodeContext, extract_context
 from dg_lsp.context.languages import (
     LANGUAGE_IDS,
@@ -29,6 +30,7 @@ __all__ = [
     "insertion_breaks_syntax",
     "introduces_syntax_errors",
     "language_for_path",
+    "newline_text",
     "normalize_language",
     "syntax_error_count",
 ]

@@ -129,6 +129,14 @@ class DocumentLines:
         return None
 
 
+def newline_text(text: str) -> str:
+    """``text`` with every line break (``\\r\\n``, ``\\r``) as ``\\n``: the same lines, by LSP's count, the same
+    columns, so positions on its ``'\\n'`` lines are positions on the LSP lines of ``text``."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def leading_whitespace(text: str) -> str:
     return text[: len(text) - len(text.lstrip(" \t"))]
 

@@ -165,7 +165,6 @@ class DgLspServer(LanguageServer):
             return None
         req = CompletionRequest(text=source, language_id=doc.language_id, line=s[0], column=s[1],
                                 end=None if end is None else e, automatic=automatic, doc_key=queue_key or uri)
-        req = _to_newline_coordinates(req, lines, source)
         if check is not None and (reason := check(service, req)):
             raise Refused(reason)
         suggestion = await service.complete(req)
@@ -262,7 +261,7 @@ def _selection_fits(service: CompletionService, req: CompletionRequest) -> str |
     if not req.is_selection:
         return None
     (l1, c1), (l2, c2) = (req.line, req.column), req.end
-    lines = req.text.split("\n")[l1:l2 + 1]
+    lines = req.document.split("\n")[l1:l2 + 1]
     segment = "\n".join(lines)
     selected = segment[c1:len(segment) - len(lines[-1]) + c2] if lines else ""
     tokens = len(service.engine.tokenize(selected))
@@ -286,18 +285,3 @@ def _filled_whole_canvas(suggestion: Suggestion) -> str | None:
 
 class Refused(Exception):
     """A request the server will not compute, with the reason for the user."""
-
-
-def _to_newline_coordinates(req: CompletionRequest, lines, source: str) -> CompletionRequest:
-    """The server's lines break at \\n, \\r\\n and \\r (LSP); context works on '\\n' lines."""
-    if "\r" not in source:  # the same lines
-        return req
-
-    def convert(line: int, col: int) -> tuple[int, int]:
-        offset = sum(len(x) for x in lines[:line]) + col
-        return source.count("\n", 0, offset), offset - (source.rfind("\n", 0, offset) + 1)
-
-    line, col = convert(req.line, req.column)
-    end = convert(*req.end) if req.end is not None else None
-    return CompletionRequest(req.text, req.language_id, line, col, end, req.automatic, req.doc_key)
-

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dg_lsp.cli import CliError, newline_coordinates, parse_location, parse_tcp, position_to_offset
+from dg_lsp.cli import CliError, checked_position, parse_location, parse_tcp
 
 from .conftest import tiny_model_path
 
@@ -135,12 +135,14 @@ def test_complete_accepts_every_position_inside_the_file(tmp_path):
 
 
 def test_position_helpers():
-    assert position_to_offset(DEMO, 2, 12) == len("def add(a, b):\n    return ")
-    assert newline_coordinates(DEMO, position_to_offset(DEMO, 3, 1)) == (2, 0)
+    assert checked_position(DEMO, 2, 12) == (1, 11)
+    assert checked_position(DEMO, 3, 1) == (2, 0)
     text = "a\r\nbc\rd\n"
-    assert newline_coordinates(text, position_to_offset(text, 3, 2)) == (1, 4)  # after 'd', on '\n' line 2
+    assert checked_position(text, 3, 2) == (2, 1)  # after 'd': LSP lines, as CompletionRequest takes them
     with pytest.raises(CliError, match="lines 1-4"):
-        position_to_offset(text, 5, 1)
+        checked_position(text, 5, 1)
+    with pytest.raises(CliError, match="columns 1-3"):
+        checked_position(text, 2, 4)
 
 
 def test_complete_is_quiet_unless_verbose(tmp_path):
