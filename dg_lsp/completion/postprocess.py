@@ -1,6 +1,6 @@
 """Turn a raw hole fill into the text an editor shows: pure string functions.
 
-Order (see `finish`): strip control characters, trim what repeats the start of the suffix,
+Order (see `finish`): line breaks as \\n and control characters stripped, trim what repeats the start of the suffix,
 cut to the requested scope (one line for a cursor with text after it on its line, the end of
 the current block otherwise, at most `max_lines`), drop closing brackets the suffix already
 has (balanced against the whole prefix and the suffix's line), tidy the joins (no trailing
@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+# control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
+# controls, U+2028, U+2029): a client's line index must stay the server's
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffd]")
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 _TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
 _QUOTES = ('"""', "'''", '"', "'", "`")
 
 
 def strip_control(text: str) -> str:
-    return _CONTROL.sub("", text.replace("\r\n", "\n"))
+    """Every line break as \\n (LSP breaks at \\r too: a lone \\r the model wrote is a line break, and the editor
+    gets it as one), without control characters."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def trim_suffix_overlap(text: str, suffix: str) -> str:

@@ -5,6 +5,7 @@ exactly: the item's insertText applied over its range to the document."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +31,8 @@ ANSWERS = [
     # 14.8 salad, and a docstring that is opened and never closed
     ["w = ", "import import import import"],
     ["def g():\n", '\n    """Return one.\n   '],
+    # a lone \r in the model's text is a line break by LSP's rules: it must not reach the editor as it is
+    ["q = ", "compute(1)  # one\rprint(q)"],
 ]
 SCRIPT = Path(tempfile.gettempdir()) / "dg-lsp-e2e-scripted-answers.json"
 SCRIPT.write_text(json.dumps(ANSWERS), encoding="utf-8")
@@ -39,6 +42,9 @@ COMMAND = [sys.executable, str(Path(__file__).with_name("scripted_server.py")), 
 SOURCE = ("def add(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n\n\n"
           "y = f(g(a)\n\n\ndef h():\n    z = 0\n    return z\n\n\nw = \n\n\ndef g():\n    return 1\n\n\n"
           "def k():\n    \"\"\"Doc.\"\"\"\n    return 2\n")
+Q_SOURCE = "def f(x):\n    return x\n\n\nq = \n"
+# the first function of SOURCE with lone \r line breaks (LSP: \n, \r\n and \r all end a line)
+CR_SOURCE = "def add(xs):\r    total = 0\r    for x in xs:\r        total += x\r    return total\r"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=COMMAND), scope="module")
@@ -64,12 +70,20 @@ async def _items(client, uri: str, line: int, character: int, automatic: bool = 
     return list(result.items if isinstance(result, types.InlineCompletionList) else (result or []))
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def lsp_lines(text: str) -> list[str]:
+    """The document's lines as LSP counts them (breaks at \\n, \\r\\n and \\r), without their breaks."""
+    return [re.sub(r"(\r\n|\r|\n)$", "", line) for line in _LINE.findall(text)]
+
+
 def _apply(text: str, item: types.InlineCompletionItem) -> str:
     """The document after the editor accepts `item` (ASCII text: UTF-16 columns are code points)."""
-    lines = text.split("\n")
+    lines = _LINE.findall(text)
 
     def offset(p: types.Position) -> int:
-        return sum(len(x) + 1 for x in lines[:p.line]) + p.character
+        return sum(len(x) for x in lines[:p.line]) + p.character
 
     return text[:offset(item.range.start)] + item.insert_text + text[offset(item.range.end):]
 
@@ -104,3 +118,25 @@ async def test_broken_text_is_never_shown(client):
     _open(client, uri)
     assert await _items(client, uri, 15, len("w = ")) == []  # salad
     assert await _items(client, uri, 19, 0) == []  # opens a docstring it does not close
+
+
+async def test_a_lone_carriage_return_never_reaches_the_insert_text(client):
+    uri = "file:///tmp/dg_lsp_e2e_edits/carriage_return.py"
+    _open(client, uri, Q_SOURCE)
+    items = await _items(client, uri, 4, len("q = "))
+    assert len(items) == 1
+    assert "\r" not in items[0].insert_text
+    assert lsp_lines(_apply(Q_SOURCE, items[0]))[4:] == ["q = compute(1)  # one", "print(q)"]
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_document_with_lone_carriage_returns_gets_the_same_edit(client, automatic):
+    """Positions are on LSP's lines all the way down: a document whose lines end in a lone \\r gets the edit a
+    \\n document gets (before: its cursor was taken for one on '\\n' lines, and clamped into the first line)."""
+    uri = f"file:///tmp/dg_lsp_e2e_edits/lone_cr_{automatic}.py"
+    _open(client, uri, CR_SOURCE)
+    items = await _items(client, uri, 4, 0, automatic)  # column 0, before "    return total"
+    assert len(items) == 1
+    assert "\r" not in items[0].insert_text
+    after = _apply(CR_SOURCE, items[0])
+    assert lsp_lines(after)[3:6] == ["        total += x", "    total += 1", "    return total"]

@@ -100,3 +100,14 @@ def test_trailing_blank_lines_and_double_spaces_at_the_join():
     assert shown(doc, 1, 8, " 1   ") == "1"
     doc = "def f():\n    pass\n\n\ndef g():\n    return 2\n"
     assert shown(doc, 1, 8, "\n    x = 1\n    \n  \n") == "\n    x = 1"
+
+
+def test_no_lone_carriage_return_reaches_the_shown_text():
+    """LSP breaks lines at \\r too: a lone \\r the model wrote is a line break, shown as \\n, so the editor's line
+    index and the server's agree (issue 14, leftover 1)."""
+    assert strip_control("a\rb\r\nc\r") == "a\nb\nc\n"
+    assert strip_control("a\x85b\u2028c\u2029d") == "abcd"  # other line splitters' separators go
+    assert finish("compute(1)\rprint(q)", "\n") == "compute(1)\nprint(q)"
+    assert finish("bar(1)\rmore", "\n", mid_line=True) == "bar(1)"  # one line: cut at the \r
+    doc = "def f(x):\n    y = x\n    return y\n"
+    assert "\r" not in shown(doc, 2, 0, "\n    y += 1\r    z = 2\n   ")
