@@ -5,8 +5,8 @@ One service lives as long as its engine and keeps what makes typing fast (docs/A
   answers the older one empty at once (`DocumentSlots`);
 - recent suggestions are served again for the same context, and typed through: typing the
   start of a shown, cached or in-flight suggestion gets the rest of it without the model;
-- the prompt starts at a stable anchor (`window.stable_prefix`), so the engine's prefix cache
-  encodes only what was typed.
+- the prompt starts at a stable anchor (the prefix window of `context.extract_context`), so the
+  engine's prefix cache encodes only what was typed.
 
 No protocol types here: the server converts LSP positions (UTF-16) once, to (line, code-point column) on LSP
 lines (`CompletionRequest`), before calling, and converts the answer back.
@@ -23,14 +23,12 @@ from functools import cached_property
 
 from dg_lsp.config import Settings
 from dg_lsp.context import extract_context, newline_text
-from dg_lsp.context.windows import CHARS_PER_TOKEN
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
 from .suggestion import finish_suggestion
-from .window import stable_prefix
 
 log = logging.getLogger(__name__)
 
@@ -105,14 +103,11 @@ class CompletionService:
     def _prepare(self, req: CompletionRequest) -> _Prepared:
         t0 = time.perf_counter()
         s = self.settings
-        text = req.document
-        ctx = extract_context(text, req.language_id, req.line, req.column, end=req.end,
+        ctx = extract_context(req.document, req.language_id, req.line, req.column, end=req.end,
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
-        budget = int(s.prefix_tokens * CHARS_PER_TOKEN)
-        prefix, cursor = stable_prefix(text, ctx.start[0], ctx.start[1], budget)
         variant = (s.max_steps, s.temperature, s.entropy_bound, s.seed, s.deadline_ms, s.length_strategy,
                    s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
-        suggestion = SuggestionContext(req.doc_key, prefix, ctx.suffix, cursor, variant)
+        suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:

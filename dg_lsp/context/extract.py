@@ -1,4 +1,4 @@
-"""Build the context of a completion request: windows, enclosing scopes, cursor facts.
+"""Build the context of a completion request: the prompt's windows, enclosing scopes, cursor facts.
 
 ``extract_context`` is the one entry point. It never raises on positions (they
 clamp into the document) and degrades to plain line-based windows when the
@@ -8,6 +8,7 @@ language is unknown or the parse fails.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,9 +16,9 @@ from dg_lsp.context.document import DocumentLines, leading_whitespace
 from dg_lsp.context.indentation import cursor_indent, opens_block
 from dg_lsp.context.languages import normalize_language
 from dg_lsp.context.scopes import REACH_ABOVE, REACH_BELOW, Scope, find_scopes
-from dg_lsp.context.windows import CHARS_PER_TOKEN, build_windows
+from dg_lsp.context.windows import CHARS_PER_TOKEN, stable_prefix, suffix_window
 
-FUNCTION_KINDS = frozenset({"function", "method"})
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,10 @@ class CodeContext:
 
     ``prefix`` + the hole's text + ``suffix`` is exactly the document's text from
     line ``prefix_start_line`` through line ``suffix_end_line`` (0-based,
-    inclusive, line terminator included). ``start``/``end`` are the hole's
-    clamped (line, column) positions; they are equal for a plain cursor.
+    inclusive, line terminator included): the prompt's windows (windows.py; the
+    prefix starts at a stable anchor so the engine's prefix cache can be reused).
+    ``start``/``end`` are the hole's clamped (line, column) positions; they are
+    equal for a plain cursor. ``cursor`` is the offset of ``start`` in the text.
     """
 
     prefix: str
@@ -45,6 +48,7 @@ class CodeContext:
     suffix_end_line: int
     start: tuple[int, int]
     end: tuple[int, int]
+    cursor: int
 
 
 def extract_context(
@@ -56,16 +60,20 @@ def extract_context(
     prefix_budget: int = 1024,
     suffix_budget: int = 256,
     count_tokens: Callable[[str], int] | None = None,
+    stride: int | None = None,
 ) -> CodeContext:
     """Context for a cursor at (line, column), or a selection up to ``end``, all 0-based.
 
-    ``column`` is a code-point index into the line. Budgets are in tokens as
-    counted by ``count_tokens`` (default: about 3.5 characters per token).
+    ``column`` is a code-point index into the line. Budgets are in tokens: the
+    suffix's as counted by ``count_tokens`` (default: about 3.5 characters per
+    token), the prefix's as 3.5 characters each (the engine trims the prompt to
+    its token budget at a line boundary). ``stride``: how far the cursor may move
+    before the prefix's anchor does (characters; default a quarter of the budget).
     ``language_id`` is an LSP languageId or a canonical name; unknown -> None.
     """
     first_line = min(line, end[0]) if end is not None else line
     last_line = max(line, end[0]) if end is not None else line
-    reach = (_reach(prefix_budget, REACH_ABOVE), _reach(suffix_budget, REACH_BELOW))
+    reach = (REACH_ABOVE + 1, _reach(suffix_budget, REACH_BELOW))
     doc = DocumentLines(text, (first_line, last_line), reach)
     language = normalize_language(language_id)
     start = doc.clamp(line, column)
@@ -81,20 +89,13 @@ def extract_context(
     if language is not None:
         depth = _indent_width(doc, start[0], line_prefix, indent, language)
         scopes = find_scopes(doc, language, start, stop, depth)
-    focus = next((scope for scope in reversed(scopes) if scope.kind in FUNCTION_KINDS), None)
 
-    windows = build_windows(
-        doc,
-        start,
-        stop,
-        max(prefix_budget, 0),
-        max(suffix_budget, 0),
-        count_tokens,
-        (focus.start_line, focus.end_line) if focus is not None else None,
-    )
+    budget = int(max(prefix_budget, 0) * CHARS_PER_TOKEN)
+    prefix, cursor = stable_prefix(text, start[0], start[1], budget, stride)
+    suffix = suffix_window(doc, stop, max(suffix_budget, 0), count_tokens)
     return CodeContext(
-        prefix=windows.prefix,
-        suffix=windows.suffix,
+        prefix=prefix,
+        suffix=suffix.text,
         language=language,
         enclosing=scopes[-1] if scopes else None,
         scopes=tuple(scopes),
@@ -102,17 +103,19 @@ def extract_context(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         indent=indent,
-        prefix_truncated=windows.prefix_truncated,
-        suffix_truncated=windows.suffix_truncated,
-        prefix_start_line=windows.prefix_start_line,
-        suffix_end_line=windows.suffix_end_line,
+        prefix_truncated=cursor > len(prefix),
+        suffix_truncated=suffix.truncated,
+        prefix_start_line=start[0] - len(_LINE_BREAK.findall(prefix)),
+        suffix_end_line=suffix.end_line,
         start=start,
         end=stop,
+        cursor=cursor,
     )
 
 
 def _reach(budget: int, region_lines: int) -> int:
-    """Lines a window or parse region may need on one side of the hole.
+    """Lines the suffix window or a parse region may need below the hole (the prefix window reads the text
+    itself).
 
     Every line costs at least its newline, about 1/3.5 token by the default
     estimate; a counter that charges nothing for some lines may find its

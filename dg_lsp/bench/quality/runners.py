@@ -4,7 +4,7 @@ Every runner returns a `TaskEdit`: an edit of the document the editor would hold
 (`prefix + suffix`, the hole removed) plus timings, scored as that edit applied to the document.
 The LSP runner (`lsp_runner.py`) returns the server's item: its `insertText` over its `range`.
 The diffusion engine runner (and the oracle-length diagnostic) returns what the server would send for
-the same request: the prompt windows the server builds (`extract_context`, `stable_prefix`), the
+the same request: the prompt windows the server builds (`extract_context`), the
 engine's answer through the server's own post-processing and syntax gate
 (`completion.suggestion.finish_suggestion`), inserted at the cursor. Nothing is re-added for the task's
 kind: a line that loses its line break is scored as the editor would get it. The AR and no-suffix
@@ -69,17 +69,14 @@ class EditorView:
 
 def editor_view(task: Task, prefix_tokens: int) -> EditorView:
     """The context the server extracts for a cursor at the task's hole in `prefix + suffix`."""
-    from dg_lsp.completion.window import stable_prefix
     from dg_lsp.context import extract_context
-    from dg_lsp.context.windows import CHARS_PER_TOKEN
 
     doc = task.prefix + task.suffix
     line = task.prefix.count("\n")
     column = len(task.prefix) - (task.prefix.rfind("\n") + 1)
     ctx = extract_context(doc, task.language, line, column, prefix_budget=prefix_tokens,
                           suffix_budget=SERVER_DEFAULTS.suffix_tokens)
-    prefix, _ = stable_prefix(doc, ctx.start[0], ctx.start[1], int(prefix_tokens * CHARS_PER_TOKEN))
-    return EditorView(prefix, ctx)
+    return EditorView(ctx.prefix, ctx)
 
 
 def cut_at_block_end(text: str, first_indent: int | None = None) -> str:

@@ -1,4 +1,8 @@
-"""Prefix/suffix windows: budgets, line-boundary cuts, selections, clamping, encodings."""
+"""Prefix/suffix windows: budgets, line-boundary cuts, selections, clamping, encodings.
+
+The prefix window starts at a stable anchor (context/windows.py; tests/unit/context/test_prefix_window.py): the
+first line start at or after `cursor - budget` rounded up to a multiple of the stride (budget / 4), the budget
+3.5 characters a token. The suffix window takes whole lines after the hole within its token budget."""
 
 from __future__ import annotations
 
@@ -25,23 +29,13 @@ def test_fixture_lines_cost_ten_tokens_each():
 
 
 def test_prefix_budget_keeps_whole_lines_above_the_cursor():
-    cursor_line = 20
+    cursor_line = 20  # offset 700; budget 55 tokens = 192 characters, stride 48: 700 - 192 = 508 -> 528 -> line 16
     ctx = extract_context(SOURCE, "python", cursor_line, 0, prefix_budget=55, suffix_budget=0)
 
-    assert ctx.prefix_start_line == 15  # five 10-token lines fit in 55
-    assert ctx.prefix == "".join(line + "\n" for line in LINES[15:20])
+    assert ctx.prefix_start_line == 16
+    assert ctx.prefix == "".join(line + "\n" for line in LINES[16:20])
     assert ctx.prefix_truncated is True
-
-
-def test_prefix_keeps_the_enclosing_function_head_when_it_fits():
-    cursor = (DEF_LINE + 8, 4)  # inside target's body, at `s_07`
-    head_cost = (cursor[0] - DEF_LINE) * 10 + 4 / 3.5
-    ctx = extract_context(SOURCE, "python", *cursor, prefix_budget=int(head_cost) + 5)
-
-    assert ctx.enclosing is not None and ctx.enclosing.name == "target"
-    assert ctx.prefix_start_line == DEF_LINE
-    assert ctx.prefix.startswith("def target(first, second, third_):\n")
-    assert ctx.prefix == SOURCE[line_start(SOURCE, DEF_LINE) : offset_of(SOURCE, *cursor)]
+    assert ctx.cursor == offset_of(SOURCE, cursor_line, 0)
 
 
 def test_tight_prefix_budget_grows_up_from_the_cursor_by_whole_lines():
@@ -57,8 +51,9 @@ def test_generous_prefix_budget_grows_past_the_function_head():
     cursor = (DEF_LINE + 8, 4)
     ctx = extract_context(SOURCE, "python", *cursor, prefix_budget=125)
 
-    assert ctx.prefix_start_line == DEF_LINE - 4  # header + 7 body lines + 4 fillers
-    assert ctx.prefix.startswith(FILLER[-4] + "\n")
+    # offset 1334; 437 characters, stride 109: 897 -> 981 -> line 29, the filler line above the function
+    assert ctx.prefix_start_line == DEF_LINE - 1
+    assert ctx.prefix.startswith(FILLER[-1] + "\n" + FUNCTION[0])
 
 
 def test_suffix_keeps_the_rest_of_the_function_then_following_lines():
@@ -75,7 +70,7 @@ def test_suffix_keeps_the_rest_of_the_function_then_following_lines():
     assert more.suffix.endswith(TAIL[0] + "\n")
 
 
-def test_custom_token_counter_bounds_both_windows():
+def test_custom_token_counter_bounds_the_suffix_window():
     def words(text: str) -> int:
         return len(text.split())
 
@@ -84,11 +79,9 @@ def test_custom_token_counter_bounds_both_windows():
         SOURCE, "python", *cursor, prefix_budget=40, suffix_budget=25, count_tokens=words
     )
 
-    assert words(ctx.prefix) <= 40
-    assert words(LINES[ctx.prefix_start_line - 1] + "\n" + ctx.prefix) > 40
     assert words(ctx.suffix) <= 25
     assert words(ctx.suffix + LINES[ctx.suffix_end_line + 1]) > 25
-    assert SOURCE.index(ctx.prefix) == line_start(SOURCE, ctx.prefix_start_line)
+    assert SOURCE.index(ctx.prefix) == line_start(SOURCE, ctx.prefix_start_line)  # the prefix: whole lines
 
 
 def test_cursor_line_longer_than_the_budget_is_cut_inside_the_line():
@@ -96,7 +89,9 @@ def test_cursor_line_longer_than_the_budget_is_cut_inside_the_line():
     source = "import os\n" + line + "\nprint(data)\n"
     ctx = extract_context(source, "python", 1, 1500, prefix_budget=100, suffix_budget=10)
 
-    assert ctx.prefix == line[1500 - 350 : 1500]  # 350 characters = 100 tokens
+    # 350 characters = 100 tokens; the anchor rounded up to a multiple of the stride (87) inside the line
+    assert line[:1500].endswith(ctx.prefix) and 350 - 87 < len(ctx.prefix) <= 350
+    assert (ctx.cursor - len(ctx.prefix)) % 87 == 0
     assert ctx.suffix == line[1500 : 1500 + 35]
     assert (ctx.prefix_start_line, ctx.suffix_end_line) == (1, 1)
     assert ctx.prefix_truncated is True and ctx.suffix_truncated is True
@@ -212,8 +207,8 @@ def test_crlf_line_endings():
     assert ctx.prefix + ctx.suffix == source
     assert line_end.line_prefix == "        total = a + b" and line_end.mid_line is False
     assert line_end.suffix.startswith("\r\n")
-    assert tight.prefix == "    def add(self, a, b):\r\n        "
-    assert tight.prefix_start_line == 4
+    assert tight.prefix == "        "  # 35 characters, stride 8: the anchor is rounded up to the cursor's line
+    assert tight.prefix_start_line == line
 
 
 def test_lone_carriage_returns_are_line_breaks_but_form_feeds_are_not():

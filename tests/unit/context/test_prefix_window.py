@@ -2,7 +2,7 @@
 
 import random
 
-from dg_lsp.completion.window import cursor_offset, line_start, stable_prefix
+from dg_lsp.context.windows import cursor_offset, line_start, stable_prefix
 
 
 def _doc(lines=400, seed=0):
@@ -19,6 +19,9 @@ def test_line_start_and_cursor_offset_agree_with_splitting():
     assert cursor_offset("ab\r\ncd\n", 0, 99) == 2  # clamped before the \r\n
     assert cursor_offset("ab\r\ncd\n", 1, 1) == 5
     assert cursor_offset("ab", 7, 0) == 2
+    # LSP lines: a lone \r ends a line too
+    assert [line_start("a\rb\r\nc\nd", k) for k in range(5)] == [0, 2, 5, 7, 8]
+    assert cursor_offset("a\rb", 0, 9) == 1 and cursor_offset("a\rb", 1, 9) == 3
 
 
 def test_window_ends_at_the_cursor_and_starts_at_a_line_within_the_budget():
