@@ -28,7 +28,7 @@ from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
-from .suggestion import finish_suggestion
+from .postprocess import finish_suggestion
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class CompletionService:
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
-        """Post-processing and the syntax gate (`suggestion.finish_suggestion`, shared with the benchmark)."""
+        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark)."""
         return finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  automatic=p.req.automatic, selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)

@@ -1,10 +1,14 @@
-"""Syntax checks on candidate completions: count tree-sitter ERROR and MISSING nodes.
+"""Syntax checks on candidate completions: tree-sitter ERROR and MISSING nodes, literals left open,
+Python's own compiler.
 
-Used to tie-break candidates of different lengths and by the benchmark's
-syntax-valid rate. Unknown languages count as error-free.
+Used by the syntax gate of post-processing (completion/postprocess.py), to tie-break candidates of
+different lengths, and by the benchmark's syntax-valid rate. Unknown languages count as error-free.
 """
 
 from __future__ import annotations
+
+import ast
+import textwrap
 
 from tree_sitter import Node
 
@@ -133,6 +137,39 @@ def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | N
     if any(s < end and e > start or start <= s == e <= end for _, s, e in _error_spans(root)):
         return False
     return not opens_unclosed_literal(root, start, end)
+
+
+def python_compiles(text: str) -> bool:
+    """`text`, its common indentation removed, compiles as Python (to an AST only: nothing runs)."""
+    try:
+        compile(textwrap.dedent(text), "<suggestion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+
+
+def spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:
+    """An error node of ``spans`` runs across the byte offset ``hole``: a text inserted there lands inside it,
+    whatever it is."""
+    return any(start < hole < end for _, start, end in spans)
+
+
+def _lines_around(prefix: str, suffix: str, k: int) -> tuple[str, str]:
+    above, below = prefix.split("\n"), suffix.split("\n")
+    return ("\n".join(above[max(len(above) - 1 - k, 0):]),
+            "\n".join(below[:k + 1]) + ("\n" if len(below) > k + 1 else ""))
+
+
+def clean_region_around(prefix: str, suffix: str, language: str, sizes: tuple[int, ...] = (24, 8, 3, 1)):
+    """The largest run of lines around the hole between ``prefix`` and ``suffix`` (``sizes`` lines each side)
+    whose text has no error node across the hole, as ((its prefix, its suffix), its error spans); None if even
+    one line each side has one."""
+    for k in sizes:
+        p, s = _lines_around(prefix, suffix, k)
+        spans = error_spans(p + s, language)
+        if not spans_hole(spans, len(p.encode("utf-8"))):
+            return (p, s), spans
+    return None
 
 
 def _count_errors(root: Node) -> int:

@@ -1,9 +1,8 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
-(`completion.suggestion.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
+(`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, open_brackets,
-                                           strip_control, trim_suffix_overlap)
-from dg_lsp.completion.suggestion import finish_suggestion
+from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
+                                           open_brackets, strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
 from dg_lsp.engine.healing import unheal
 

@@ -6,7 +6,7 @@ The LSP runner (`lsp_runner.py`) returns the server's item: its `insertText` ove
 The diffusion engine runner (and the oracle-length diagnostic) returns what the server would send for
 the same request: the prompt windows the server builds (`extract_context`), the
 engine's answer through the server's own post-processing and syntax gate
-(`completion.suggestion.finish_suggestion`), inserted at the cursor. Nothing is re-added for the task's
+(`completion.postprocess.finish_suggestion`), inserted at the cursor. Nothing is re-added for the task's
 kind: a line that loses its line break is scored as the editor would get it. The AR and no-suffix
 baselines are continuations, not the server's path: they are shaped by the task's kind
 (`shape_continuation`).
@@ -170,7 +170,7 @@ class EngineRunner:
 
     def shape(self, task: Task, result) -> str:
         """What the server sends for this answer (an invoked request: the bench's LSP runner invokes too)."""
-        from dg_lsp.completion.suggestion import finish_suggestion
+        from dg_lsp.completion.postprocess import finish_suggestion
 
         view = self.view(task)
         return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx, automatic=False,

@@ -2,7 +2,7 @@
 opens a string or docstring it does not close, is cut to its longest clean run of leading lines, or not shown
 at all. Pure functions on tree-sitter, and the production path (`finish_suggestion`) on a real context."""
 
-from dg_lsp.completion.suggestion import clean_cut, finish_suggestion
+from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
 
 PREFIX = "def mean(values):\n    return sum(values) / len(values"
