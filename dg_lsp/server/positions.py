@@ -1,5 +1,8 @@
-"""LSP positions (UTF-16 code units by default) <-> code-point columns, with clamping.
+"""The protocol boundary for positions: LSP positions (UTF-16 code units by default) <-> the one unit
+below the protocol, (line, code-point column) on the server's LSP lines (server/lines.py).
 
+A client position is converted here once (`to_server`); everything below takes that unit
+(`completion.CompletionRequest`), and the answer's range is converted back here (`to_client`).
 Everything goes through the document's position codec so the negotiated encoding is honoured;
 out-of-range positions clamp to the end of the line / document instead of raising.
 """
