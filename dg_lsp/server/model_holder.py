@@ -119,7 +119,7 @@ class EngineHolder:
         if self.engine is not None:
             st = self.engine.status()
             out.update(model=st["model"], device=st["device"], busy=st["busy"], queue=st["queue"],
-                       lastLatencyMs=st["lastLatencyMs"])
+                       lastLatencyMs=st["lastLatencyMs"], dtype=st.get("dtype"), dtypeChoice=st.get("dtypeChoice"))
             if "remote" in st:  # --engine URL: whether the shared engine answers, and why not
                 out["remote"] = st["remote"]
                 out["error"] = out["error"] or st["remote"]["error"]

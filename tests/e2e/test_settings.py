@@ -154,3 +154,11 @@ def test_max_lines(client):
                 text = item["insertText"]
                 breaks = text.count("\n") + text.replace("\r\n", "\n").count("\r")
                 assert breaks < max_lines or (breaks == max_lines and text.endswith(("\n", "\r"))), text
+
+
+def test_dtype_auto_reports_its_choice(client):
+    """`dtype` auto (the default) on a CPU is settled at warm-up and reported with its reason (issue 15.3)."""
+    status = _status(client)
+    choice = status["dtypeChoice"]
+    assert choice["asked"] == "auto" and choice["chosen"] == status["dtype"] in ("float32", "bfloat16")
+    assert choice["probe"]["float32_ms"] > 0 and choice["probe"]["bfloat16_ms"] > 0 and choice["reason"]
