@@ -1,7 +1,12 @@
-"""Denoising loop behaviour on a tiny random model: pinned tokens, cancellation, noise kinds, deadline."""
+"""Denoising loop behaviour on a tiny random model: pinned tokens, cancellation, noise kinds, deadline.
+
+Where a test checks what the engine reports (steps, tokens, scores, the chosen row), it checks it against what
+the loop really did, observed from outside: the decoder forwards counted at the runner, the final canvas and
+logits the loop returned (`Capture`), not against the engine's own arithmetic on its own numbers."""
 
 import threading
 
+import pytest
 import torch
 
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest
@@ -21,6 +26,39 @@ class Recorder:
         if self.after:
             self.after(len(self.seen))
         return self._decode(canvas, *args, **kwargs)
+
+
+class Capture:
+    """Wraps an engine's denoising loop and its runner: each run's canvas and outcome, and every decoder
+    forward's input canvas."""
+
+    def __init__(self, engine, monkeypatch):
+        self.runs, self.forwards = [], []
+        loop, runner = engine.loop, engine.loop.runner
+        run, decode = loop.run, runner.decode
+
+        def capture_run(canvas, *args, **kwargs):
+            out = run(canvas, *args, **kwargs)
+            self.runs.append((canvas, out))
+            return out
+
+        def count_decode(canvas, *args, **kwargs):
+            self.forwards.append(canvas.clone())
+            return decode(canvas, *args, **kwargs)
+
+        monkeypatch.setattr(loop, "run", capture_run)
+        monkeypatch.setattr(runner, "decode", count_decode)
+
+
+def _hole_tokens(engine, canvas, out, row=0) -> list[int]:
+    """The row's hole tokens as an editor gets them: up to the end token, without pads and special tokens."""
+    kept = []
+    for t in out.canvas[row, canvas.lead:canvas.lead + canvas.hole_lengths[row]].tolist():
+        if t == engine.eos_id:
+            break
+        if t != engine.pad_id and t not in engine.tokenizer.all_special_ids:
+            kept.append(t)
+    return kept
 
 
 def _run(engine, canvas, params, recorder, cancel=None, kind="uniform", mask_id=None):
@@ -74,32 +112,72 @@ def test_mask_noise_starts_from_mask_tokens_and_remasks(tiny_engine):
     assert all(s[0, -2:].tolist() == [40, 41] for s in rec.seen)
 
 
-def test_mask_model_end_to_end(tiny_mask_model_dir):
+def test_a_mask_model_denoises_from_mask_tokens_end_to_end(tiny_mask_model_dir, monkeypatch):
+    """Through `Engine.load` and `infill`: the model's spec reaches the loop (its first forward sees only [MASK]
+    in the hole), and no [MASK] reaches the answer."""
     engine = Engine.load(tiny_mask_model_dir, device="cpu")
     try:
         assert engine.spec.noise_kind == "mask" and engine.spec.mask_token_id == 3
+        seen = Capture(engine, monkeypatch)
         res = engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(max_steps=4)))
-        assert res.steps >= 1 and res.timings_ms["total"] > 0
+        (canvas, _), = seen.runs
+        assert res.steps == len(seen.forwards) >= 1
+        assert (seen.forwards[0][canvas.hole_mask] == 3).all()
+        assert "<mask>" not in res.text and 3 not in engine.tokenize(res.text)
     finally:
         engine.close()
 
 
-def test_deadline_returns_best_canvas_so_far(tiny_engine):
+def test_deadline_returns_best_canvas_so_far(tiny_engine, monkeypatch):
+    """A step budget that is spent at once stops a 48-step loop after its first forward, and the answer is that
+    forward's canvas: the same text as a loop of one step from the same seed (the argmax does not depend on the
+    temperature schedule)."""
+    seen = Capture(tiny_engine, monkeypatch)
     res = tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n",
                                            params=DenoiseParams(max_steps=48, deadline_ms=0.0)))
-    assert res.deadline_hit and res.steps == 1 and not res.cancelled
+    assert res.deadline_hit and not res.cancelled and len(seen.forwards) == 1
+    one = tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(max_steps=1)))
+    assert not one.deadline_hit and len(seen.forwards) == 2
+    assert res.text == one.text and res.generated_tokens == one.generated_tokens
 
 
-def test_result_reports_timings_steps_and_tokens_per_forward(tiny_engine):
+def test_result_reports_every_timing(tiny_engine):
     res = tiny_engine.infill(InfillRequest(prefix="def add(a, b):\n    return ", suffix="\n",
                                            params=DenoiseParams(max_steps=5)))
     assert set(res.timings_ms) == {"tokenize", "encode", "denoise", "total"}
-    assert 1 <= res.steps <= 5
-    assert res.tokens_per_forward == res.generated_tokens / res.steps
+
+
+def test_steps_and_tokens_per_forward_count_what_the_loop_did(tiny_engine, monkeypatch):
+    """`steps` are the decoder forwards run (here 1 of 6: the step budget stops the loop), `generated_tokens` the
+    hole's tokens without the pads (here the hole holds 3 tokens, then pads), and tokens per forward their ratio."""
+    seen = Capture(tiny_engine, monkeypatch)
+    res = tiny_engine.infill(InfillRequest(prefix="def add(a, b):\n    return ", suffix="\n", hole_tokens=3,
+                                           params=DenoiseParams(max_steps=6, deadline_ms=0.0)))
+    (canvas, out), = seen.runs
+    kept = _hole_tokens(tiny_engine, canvas, out)
+    assert res.steps == len(seen.forwards) == 1
+    assert res.generated_tokens == len(kept) <= 3
+    assert res.text == tiny_engine.tokenizer.decode(kept)
+    assert res.tokens_per_forward == pytest.approx(len(kept) / len(seen.forwards))
+
+
+def test_the_length_search_answers_with_its_most_likely_row(tiny_engine, monkeypatch):
+    """Each candidate's score is the mean log-probability of its row's hole tokens under the last step's logits,
+    recomputed here from the loop's outcome; the answer is the best row's text and length."""
+    seen = Capture(tiny_engine, monkeypatch)
     search = tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n", length_strategy="search",
-                                              hole_lengths=(2, 4), params=DenoiseParams(max_steps=3)))
-    assert len(search.candidates) == 2 and search.hole_length in (2, 4)
-    assert search.score == max(score for _, score in search.candidates)
+                                              hole_lengths=(2, 4, 8), params=DenoiseParams(max_steps=3)))
+    (canvas, out), = seen.runs
+    logp = torch.log_softmax(out.logits.float(), dim=-1)
+    columns = tiny_engine.runner.columns_of(out.canvas)
+    a = canvas.lead
+    scores = [float(logp[r, a:a + k].gather(-1, columns[r, a:a + k, None]).mean())
+              for r, k in enumerate(canvas.hole_lengths)]
+    best = max(range(len(scores)), key=scores.__getitem__)
+    assert len(set(scores)) == len(scores)  # a real choice
+    assert [score for _, score in search.candidates] == pytest.approx(scores)
+    assert (search.hole_length, search.score) == (canvas.hole_lengths[best], pytest.approx(scores[best]))
+    assert search.text == tiny_engine.tokenizer.decode(_hole_tokens(tiny_engine, canvas, out, best))
 
 
 def test_autoregressive_baseline_stops_at_newline(tiny_engine):
@@ -123,20 +201,33 @@ def test_worker_supersedes_queued_request_of_the_same_document(tiny_engine):
 
 
 def test_token_bias_is_applied_at_every_step(tiny_engine):
+    """Every step draws every hole position anew (accepted or re-noised), so the canvas each later step sees
+    holds the previous step's draws: all 7 only if the bias was applied at that step too."""
     canvas = pad_fill_canvas([2, 50, 51], [40, 41], tiny_engine.canvas_length, 4, fill_id=0, pad_id=0)
     canvas.token_bias[7] = torch.where(canvas.pinned, 0.0, 1e4)  # token 7 wins at every hole position
-    params = DenoiseParams(max_steps=3, temperature=0.0)
-    out = _run(tiny_engine, canvas, params, Recorder(tiny_engine.runner))
+    params = DenoiseParams(max_steps=3, temperature=0.0, stability_threshold=10)  # no early stop: 3 steps
+    rec = Recorder(tiny_engine.runner)
+    out = _run(tiny_engine, canvas, params, rec)
     hole = canvas.hole_mask[0]
+    assert out.steps == len(rec.seen) == 3
+    assert not (rec.seen[0][0][hole] == 7).all()  # the start: noise
+    for seen in rec.seen[1:]:
+        assert (seen[0][hole] == 7).all()
     assert (out.canvas[0][hole] == 7).all()
     assert out.canvas[0][~hole].tolist() == [40, 41]
 
 
-def test_a_request_with_a_known_hole_length_fills_exactly_that_many_positions(tiny_engine):
+def test_a_request_with_a_known_hole_length_fills_exactly_that_many_positions(tiny_engine, monkeypatch):
+    seen = Capture(tiny_engine, monkeypatch)
     result = tiny_engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n", hole_tokens=3,
                                               params=DenoiseParams(max_steps=4, temperature=0.0)))
+    (canvas, out), = seen.runs
+    hole = out.canvas[0, canvas.lead:canvas.lead + canvas.hole_lengths[0]].tolist()
+    assert len(hole) > 3
     # pads after position 3 and no pad or end token before it: at most 3 tokens (special ids are dropped)
-    assert 1 <= result.generated_tokens <= 3 and result.hole_length == tiny_engine.canvas_length - 1
+    assert set(hole[3:]) == {tiny_engine.pad_id}
+    assert not {tiny_engine.pad_id, tiny_engine.eos_id} & set(hole[:3])
+    assert 1 <= result.generated_tokens <= 3
 
 
 def test_banned_positions_keep_a_finite_entropy_and_get_accepted(tiny_engine):
