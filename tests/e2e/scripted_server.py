@@ -5,8 +5,8 @@
 The real server, the real engine and the tiny model all run; only the text the model wrote is replaced, by
 the first entry of ANSWERS.json (a list of [prefix_ending, generated_text]) whose prefix_ending the request's
 prefix ends with. `generated_text` is what the model writes into the hole, the healing tail included: it goes
-through the engine's own `healing.unheal`, then the server's post-processing, as a real answer would. A request
-no entry matches keeps the model's own answer.
+through the engine's own `healing.unheal`, then the server's post-processing, as a real answer would; its
+`generated_tokens` are the text's own tokens. A request no entry matches keeps the model's own answer.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def install(answers: list[tuple[str, str]]) -> None:
                 return
             tail = healing.healing_tail(request.prefix) if request.heal else ""
             text = healing.unheal(answer, tail)
+            # the scripted text's own tokens, as if the model wrote them (a fill of the whole canvas is refused)
             outer.set_result(dataclasses.replace(result, text=text or "", candidates=[],
+                                                 generated_tokens=len(self.tokenize(answer)),
                                                  heal_mismatch=text is None))
 
         inner.add_done_callback(done)

@@ -1,10 +1,13 @@
 """Each setting the README lists, by its effect over the real protocol (issue 14, tests that cannot fail).
 Covered elsewhere: `model` (test_robust_model.py), `batchDocuments` (test_typing.py), `lengthStrategy`
-(test_fill.py: pad refuses a full canvas, search applies), `trustRemoteCode` (test_lifecycle.py)."""
+(test_fill.py: pad refuses a full canvas, search applies), `trustRemoteCode` and `allowPickleWeights` (command-line
+only; test_lifecycle.py: a client's value is refused), `suffixTokens` (test_suggestion_edits.py: the suffix window
+the server trims a repeated line against)."""
 
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
@@ -162,3 +165,53 @@ def test_dtype_auto_reports_its_choice(client):
     choice = status["dtypeChoice"]
     assert choice["asked"] == "auto" and choice["chosen"] == status["dtype"] in ("float32", "bfloat16")
     assert choice["probe"]["float32_ms"] > 0 and choice["probe"]["bfloat16_ms"] > 0 and choice["reason"]
+
+
+def test_entropy_bound(client):
+    """The bound decides how many hole positions each step accepts (the rest are re-noised), so with the seed and
+    temperature fixed it decides the answer: one position a step, or all of them."""
+    texts = []
+    for bound in (1e-6, 100.0, 1e-6):
+        _set(client, entropyBound=bound, temperature=0.8, seed=1, maxSteps=6)
+        items = _inline(client)
+        texts.append(items[0]["insertText"] if items else "")
+    assert texts[0] == texts[2] and texts[0] != texts[1], texts
+
+
+def test_dtype(client):
+    """`dtype` reloads the model in that dtype, and it answers in it."""
+    try:
+        for dtype in ("bfloat16", "float32"):
+            _set(client, dtype=dtype)
+            status = client.wait_state()
+            assert status["state"] == "ready" and status["dtype"] == dtype, status
+            _, engine, _ = _delta(client, lambda: _inline(client))
+            assert engine["jobs"] == 1
+    finally:
+        _set(client, dtype="auto")  # the command line's: later settings changes do not reload
+        assert client.wait_state()["state"] == "ready"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_engine():
+    """`engine`, a shared engine's URL: no model loads here, the infill goes to that engine; with nothing listening
+    there the server answers no items and says why in its status."""
+    url = f"http://127.0.0.1:{_free_port()}"
+    c = RawClient(["env", "DG_LSP_ENGINE_TOKEN=" + "t" * 32, *server_command()])
+    try:
+        c.initialize({**BASE, "engine": url})
+        status = c.wait_state()
+        assert status["state"] == "ready" and status["settings"]["engine"] == url
+        assert (status["model"], status["device"]) == (url, "remote")  # not the --model of the command line
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "plaintext", "version": 1,
+                                                           "text": TEXT}})
+        assert _inline(c) == []
+        status = _status(c)
+        assert status["remote"]["reachable"] is False and "cannot reach" in status["error"], status
+    finally:
+        c.close()

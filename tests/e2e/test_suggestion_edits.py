@@ -33,7 +33,34 @@ ANSWERS = [
     ["def g():\n", '\n    """Return one.\n   '],
     # a lone \r in the model's text is a line break by LSP's rules: it must not reach the editor as it is
     ["q = ", "compute(1)  # one\rprint(q)"],
+    # the README's post-processing rules, one document each (RULES below)
+    ["r1 = ", "len\n    more(b)"],
+    ["r2 = ", "a\n    r3 = r2\nprint(r3)\n"],
+    ["r4 = ", "a + 1\n    return r4"],
+    ["z5 = g(a", "b)"],
+    ["u6 = ", "1\n    \n  \n"],
+    ["v7 = ", "  2"],
+    ["s7 = [1,", " 3, "],
+    ["m8 = ", "1\n    n8 = ("],
+    ["p8 = ", "x + ("],
+    ["def h8():\n", "\n    k8 = = 1\n   "],
+    ["fw_a = ", "10\n\nfw_c(1)"],
 ]
+# name: (document, cursor line, cursor column)
+RULES = {
+    "one_line": ("def d1(a):\n    r1 = (a)\n    return r1\n", 1, 9),
+    "block": ("def b2():\n    r2 = \nprint(b2())\n", 1, 9),
+    "repeats_suffix": ("def d4(a):\n    r4 = \n    return r4\n", 1, 9),
+    "closer": ("z5 = g(a)\n", 0, 8),
+    "blank_lines": ("def d6():\n    u6 = \n    return u6\n", 1, 9),
+    "prefix_join": ("v7 = \n", 0, 5),
+    "suffix_join": ("s7 = [1, 2]\n", 0, 8),
+    "leading_lines": ("def d8(a):\n    m8 = \n    return m8\n", 1, 9),
+    "clean_start": ("p8 = \n", 0, 5),
+    "whole_line": ("def h8():\n    return 0\n", 1, 0),
+}
+FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
+
 SCRIPT = Path(tempfile.gettempdir()) / "dg-lsp-e2e-scripted-answers.json"
 SCRIPT.write_text(json.dumps(ANSWERS), encoding="utf-8")
 COMMAND = [sys.executable, str(Path(__file__).with_name("scripted_server.py")), str(SCRIPT), "serve",
@@ -49,6 +76,13 @@ CR_SOURCE = "def add(xs):\r    total = 0\r    for x in xs:\r        total += x\r
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=COMMAND), scope="module")
 async def client(lsp_client: LanguageClient):
+    lsp_client.edits = []
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams):
+        lsp_client.edits.append(params.edit)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=CAPABILITIES, initialization_options={"maxSteps": 2, "completionCache": False}))
     status = await wait_ready(lsp_client)
@@ -140,3 +174,100 @@ async def test_a_document_with_lone_carriage_returns_gets_the_same_edit(client, 
     assert "\r" not in items[0].insert_text
     after = _apply(CR_SOURCE, items[0])
     assert lsp_lines(after)[3:6] == ["        total += x", "    total += 1", "    return total"]
+
+
+# -- each post-processing rule the README lists, as the editor receives it -------------------------------------
+async def _rule(client, name: str, automatic: bool = False) -> tuple[list, str]:
+    """The items for RULES[name], and its document after the editor accepts the first (unchanged if none)."""
+    text, line, column = RULES[name]
+    uri = f"file:///tmp/dg_lsp_e2e_edits/rule_{name}_{automatic}.py"
+    _open(client, uri, text)
+    items = await _items(client, uri, line, column, automatic)
+    return items, (_apply(text, items[0]) if items else text)
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_cursor_with_text_after_it_gets_one_line(client, automatic):
+    items, after = await _rule(client, "one_line", automatic)
+    assert [i.insert_text for i in items] == ["len"]
+    assert lsp_lines(after)[1] == "    r1 = len(a)"
+
+
+async def test_a_block_is_cut_where_it_dedents_out_of_the_cursors_block(client):
+    items, after = await _rule(client, "block")
+    assert [i.insert_text for i in items] == ["a\n    r3 = r2"]
+    assert lsp_lines(after) == ["def b2():", "    r2 = a", "    r3 = r2", "print(b2())"]
+
+
+async def test_text_that_repeats_the_suffix_is_dropped_and_suffix_tokens_bounds_what_counts(client):
+    """The `suffixTokens` setting over the protocol: the suffix window the server compares with is that long. With
+    the default the repeated `return r4` is dropped; with 0 the server sees no suffix, and keeps it."""
+    items, after = await _rule(client, "repeats_suffix")
+    assert [i.insert_text for i in items] == ["a + 1"]
+    assert lsp_lines(after)[1:3] == ["    r4 = a + 1", "    return r4"]
+    try:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"dgLsp": {"suffixTokens": 0}}))
+        status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
+        assert status["settings"]["suffixTokens"] == 0
+        items, after = await _rule(client, "repeats_suffix", automatic=True)
+        assert [i.insert_text for i in items] == ["a + 1\n    return r4"]
+        assert lsp_lines(after)[1:4] == ["    r4 = a + 1", "    return r4", "    return r4"]
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"dgLsp": {"suffixTokens": 256}}))
+        status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
+        assert status["settings"]["suffixTokens"] == 256
+
+
+async def test_a_closer_the_suffix_already_has_is_dropped(client):
+    items, after = await _rule(client, "closer")  # the suffix's ) closes g(: the fill's would close it twice
+    assert [i.insert_text for i in items] == ["b"]
+    assert lsp_lines(after)[0] == "z5 = g(ab)"
+
+
+async def test_trailing_whitespace_only_lines_are_dropped(client):
+    items, after = await _rule(client, "blank_lines")
+    assert [i.insert_text for i in items] == ["1"]
+    assert lsp_lines(after)[1:3] == ["    u6 = 1", "    return u6"]
+
+
+@pytest.mark.parametrize(("name", "line"), [("prefix_join", "v7 = 2"), ("suffix_join", "s7 = [1, 3, 2]")])
+async def test_no_double_blank_where_the_text_meets_the_prefix_or_the_suffix(client, name, line):
+    items, after = await _rule(client, name)
+    assert len(items) == 1
+    assert lsp_lines(after)[0] == line
+
+
+async def test_a_suggestion_that_breaks_the_syntax_is_cut_to_its_clean_leading_lines(client):
+    items, after = await _rule(client, "leading_lines")
+    assert [i.insert_text for i in items] == ["1"]
+    assert lsp_lines(after)[1:3] == ["    m8 = 1", "    return m8"]
+
+
+async def test_a_broken_line_inside_a_line_is_cut_to_its_clean_start(client):
+    items, after = await _rule(client, "clean_start")
+    assert [i.insert_text for i in items] == ["x"]
+    assert lsp_lines(after)[0] == "p8 = x"
+
+
+async def test_a_broken_whole_line_is_not_shown_at_all(client):
+    items, _ = await _rule(client, "whole_line")
+    assert items == []
+
+
+async def test_a_selection_fill_is_applied_whole(client):
+    """Not cut where it dedents out of the block (an inline suggestion would be): the selection's whole
+    replacement, applied as it is. (The tiny model's canvas holds 12 tokens: a short selection.)"""
+    uri = "file:///tmp/dg_lsp_e2e_edits/fill_whole.py"
+    _open(client, uri, FILL_SOURCE)
+    client.edits.clear()
+    rng = {"start": {"line": 1, "character": len("    fw_a = ")}, "end": {"line": 3, "character": len("fw()")}}
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dgLsp.fillSelection", arguments=[{"uri": uri, "range": rng}]))
+    assert result["applied"] is True, result
+    (edit,) = client.edits
+    (text_edit,) = edit.document_changes[0].edits
+    assert text_edit.new_text == "10\n\nfw_c(1)"
+    after = _apply(FILL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
+    assert lsp_lines(after) == ["def fw():", "    fw_a = 10", "", "fw_c(1)"]
