@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 _EOL = re.compile(r"(\r\n|\r|\n)")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # LSP's line breaks
 
 # Below this size splitting everything is cheaper than being clever.
 WINDOWED_ABOVE_CHARS = 1_000_000

@@ -8,17 +8,14 @@ language is unknown or the parse fails.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dg_lsp.context.document import DocumentLines, leading_whitespace
+from dg_lsp.context.document import LINE_BREAK, DocumentLines, leading_whitespace
 from dg_lsp.context.indentation import cursor_indent, opens_block
 from dg_lsp.context.languages import normalize_language
 from dg_lsp.context.scopes import REACH_ABOVE, REACH_BELOW, Scope, find_scopes
 from dg_lsp.context.windows import CHARS_PER_TOKEN, stable_prefix, suffix_window
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ def extract_context(
         indent=indent,
         prefix_truncated=cursor > len(prefix),
         suffix_truncated=suffix.truncated,
-        prefix_start_line=start[0] - len(_LINE_BREAK.findall(prefix)),
+        prefix_start_line=start[0] - len(LINE_BREAK.findall(prefix)),
         suffix_end_line=suffix.end_line,
         start=start,
         end=stop,

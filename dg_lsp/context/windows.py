@@ -20,10 +20,10 @@ Lines break as LSP breaks them (``\\n``, ``\\r\\n``, ``\\r``); columns count cod
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dg_lsp.context.document import LINE_BREAK as _LINE_BREAK
 from dg_lsp.context.document import DocumentLines
 
 CHARS_PER_TOKEN = 3.5
@@ -31,7 +31,6 @@ CHARS_PER_TOKEN = 3.5
 TokenCounter = Callable[[str], float]
 
 _LINEAR_BELOW = 1 << 16
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def estimate_tokens(text: str) -> int:
