@@ -82,7 +82,7 @@ def compare(g3, dg, seqs, chunk: int = 128, split: int | None = None) -> dict:
     n = agree = 0
     mx = 0.0
     total = 0.0
-    kl = 0.0
+    kl = scale = 0.0
     per, per_mean, per_argmax = [], [], ([], [])
     for ids in seqs:
         a, b = g3_hidden(g3, ids), hidden(dg, ids)
@@ -92,6 +92,7 @@ def compare(g3, dg, seqs, chunk: int = 128, split: int | None = None) -> dict:
             lb = torch.tanh(lb / cap) * cap if cap else lb
             d = (la - lb).abs()
             mx = max(mx, float(d.max()))
+            scale = max(scale, float(la.abs().max()))
             total += float(d.mean(-1).sum())
             same = la.argmax(-1) == lb.argmax(-1)
             agree += int(same.sum())
@@ -104,8 +105,9 @@ def compare(g3, dg, seqs, chunk: int = 128, split: int | None = None) -> dict:
             per_argmax[1].append(lb.argmax(-1))
     per, per_mean = torch.cat(per), torch.cat(per_mean)
     per_argmax = (torch.cat(per_argmax[0]), torch.cat(per_argmax[1]))
-    out = {"positions": n, "max_abs": mx, "mean_abs": total / n, "top1_agree": agree / n, "kl_nats": kl / n,
-           "p50_pos_max": float(per.median()), "p99_pos_max": float(per.quantile(0.99))}
+    out = {"positions": n, "gemma3_logit_abs_max": scale, "max_abs": mx, "mean_abs": total / n,
+           "top1_agree": agree / n, "kl_nats": kl / n, "p50_pos_max": float(per.median()),
+           "p99_pos_max": float(per.quantile(0.99))}
     if split is not None and len(seqs) == 1 and len(seqs[0]) > split:  # positions before / from `split`
         out["positions_split"] = split
         for name, sl in (("before_split", slice(0, split)), ("from_split", slice(split, None))):
@@ -156,6 +158,9 @@ def build(g3, mode: str, fit_seqs):
     t_fit = time.perf_counter() - t0
     dg, report = C.convert(g3, mode, fits)
     report["fit_s"] = round(t_fit, 1)
+    report["parameters"] = sum(p.numel() for p in dg.parameters())  # shared (tied) tensors once
+    report["parameters_gemma3"] = sum(p.numel() for p in g3.parameters())
+    report["parameters_vision_tower"] = sum(p.numel() for p in dg.model.encoder.vision_tower.parameters())
     if fits:
         report["fits"] = {i: vars(f) for i, f in fits.items()}
     return dg, report

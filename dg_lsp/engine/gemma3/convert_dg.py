@@ -5,23 +5,40 @@ by construction). This module exists to measure (a) honestly: how close Diffusio
 made to compute Gemma 3, and where they cannot. `convert()` returns a DiffusionGemma model whose encoder is the
 Gemma 3 model; the decoder shares every weight with it (DiffusionGemma ties them).
 
-Differences between a Gemma 3 layer and a DiffusionGemma encoder layer, and what the conversion does:
+Differences between a Gemma 3 layer and a DiffusionGemma encoder layer, what the conversion does, and whether it
+is exact (float32 measurements: docs/results/gemma-conversion-a.md):
 
-| difference | treatment | exact? |
-|---|---|---|
-| RMSNorm `x * w` instead of `x * (1 + w)` | every norm weight becomes `1 + w` | yes |
-| attention scaling 1.0 beside q/k norms | `query_pre_attn_scalar ** -0.5` folded into the q-norm weight | yes |
-| a parallel MoE branch (router + experts, own norms) | experts' `down_proj` = 0 (its output is exactly 0, RMSNorm(0) = 0; gradients still reach it) | yes |
-| extra `post_feedforward_layernorm_1` on the MLP output y before the MoE sum | made the identity: `mlp.down_proj` scaled by sqrt(eps)/c and the norm's weight a uniform c (c = `ffn_norm_gain`, 1e4), so its input sits far below eps: c * RMSNorm(sqrt(eps)/c * y) = y / sqrt(1 + ms(y)/c^2). (Weight 1 alone is not enough: RMSNorm(RMSNorm(y)) differs from RMSNorm(y) by eps/ms(y), and Gemma 3 270M has MLP outputs with ms(y) below eps) | to ms(y)/(2c^2), < 1e-6 |
-| `v_norm` (RMSNorm without weight) on the values | the head is widened; unused value slots hold a large constant (from a `v_proj` bias), so the norm divides by a constant; the constant is folded into `o_proj` | to < 1e-6 (bounded) |
-| wider head dims the trick needs | q/k rows placed at the RoPE slots of their Gemma 3 frequency, scaled by sqrt(D/d) so the q/k norms (and their eps) see Gemma 3's mean square | yes |
-| keys used as values on full-attention layers (`v_proj` is None there: values = v_norm(k_proj(x))) | mode "windowed": Gemma 3's full layers run as DiffusionGemma *sliding* layers, RoPE theta matched through the slot stride | yes for prompts up to `sliding_window` tokens; beyond it those layers see only the last window |
-| | mode "keys-as-values": the shared vector holds `[k; sqrt(rho) v]`; one RMS divides both | no: scores and values off by a per-token factor (fitted, see `fit_full_layers`) |
-| the last layer must be full attention | mode "windowed" appends an identity full layer (o_proj = 0, down_proj = 0) | yes |
-| final logit soft-cap always applied | Gemma 3 without a cap gets cap = 1e6: tanh(x/c)c = x - x^3/(3c^2) | to ~1e-6 |
-| tied embeddings, sqrt(hidden) embedding scale, sliding window, layer pattern, per-type RoPE theta | copied | yes |
-| DiffusionGemma ties the decoder's layer weights to the encoder's but not the linear biases | the biases are copied into the decoder (equal at start; a training run would update the two copies separately) | yes, at start |
-| decoder input: RMSNorm (no weight) of embedding + self-conditioning | self-conditioning `down_proj` = 0, so the signal is 0; the norm itself cannot be removed | decoder only: no |
+- RMSNorm `x * w` instead of `x * (1 + w)`: every norm weight becomes `1 + w`. Exact.
+- Attention scaling 1.0 beside the q/k norms: `query_pre_attn_scalar ** -0.5` is folded into the q-norm weight.
+  Exact.
+- A parallel MoE branch (router, experts, their norms): the experts' `down_proj` is 0, so the branch outputs
+  exactly 0 (RMSNorm(0) = 0) and gradients still reach it. Exact.
+- An extra `post_feedforward_layernorm_1` on the MLP output y: made the identity. `mlp.down_proj` is scaled by
+  sqrt(eps)/c and the norm's weight is a uniform c (`ffn_norm_gain`, 1e4), so its input sits far below eps:
+  c * RMSNorm(sqrt(eps)/c * y) = y / sqrt(1 + ms(y)/c^2). Weight 1 alone is not enough: RMSNorm(RMSNorm(y))
+  differs from RMSNorm(y) by about eps/ms(y), and Gemma 3 270M has MLP outputs with ms(y) below eps. Exact to
+  ms(y)/(2c^2). (The 1e-7 scale on down_proj is hostile to an optimiser; a training run should reparametrise.)
+- `v_norm` (RMSNorm without weight) on the values: the head is widened; the spare value slots hold a large
+  constant (a `v_proj` bias, so `attention_bias` is on and every other bias is 0), so the norm divides every
+  token by the same number, which is folded into `o_proj`. Exact to < 1e-6 relative (bounded from the weights).
+- Wider heads: q/k rows go to the RoPE slots of their Gemma 3 frequency, scaled by sqrt(D/d) so that the q/k norms
+  (and their eps) see Gemma 3's mean square. Exact.
+- Keys used as values on full-attention layers: there `v_proj` is None and the values are v_norm(k_proj(x)), the
+  keys RoPE(k_norm(k_proj(x))): one vector per token and KV head, one RMS dividing both.
+  - mode "windowed" (default): Gemma 3's full layers run as DiffusionGemma *sliding* layers (their own v_proj), the
+    RoPE thetas of both Gemma 3 types matched through the slot stride. Exact for prompts up to `sliding_window`
+    tokens; beyond it those layers see only the last window.
+  - mode "keys-as-values": the shared vector holds [sqrt(D/d) k; b v]. Not exact: scores and values are off by a
+    per-token factor (rho and the gains fitted by `fit_full_layers`).
+- The last layer must be full attention: mode "windowed" appends an identity full layer (o_proj = 0,
+  down_proj = 0). Exact.
+- The final logit soft-cap is always applied: a Gemma 3 without one gets cap 1e6 (tanh(x/c)c = x - x^3/(3c^2)).
+  Exact to ~1e-6.
+- Tied embeddings, sqrt(hidden) embedding scale, sliding window, layer pattern, per-type RoPE theta: copied. Exact.
+- DiffusionGemma ties the decoder's layer weights to the encoder's but not the linear biases: they are copied into
+  the decoder (equal at start; a training run would update the two copies separately).
+- Decoder only: its input is RMSNorm(embedding + self-conditioning signal) with no weight. The self-conditioning
+  `down_proj` is 0, so the signal is 0, but the norm cannot be removed: the decoder is not Gemma 3 at start.
 
 RoPE slots: a DiffusionGemma head of D dims rotates dim i with dim i + D/2 at frequency theta^(-2i/D). Gemma 3's dim
 m (and m + d/2) at theta_src^(-2m/d) goes to slot t*m (and D/2 + t*m) with t = (D/d) * ln(theta_src)/ln(theta_dg),
