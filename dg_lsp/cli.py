@@ -128,13 +128,12 @@ def _logging(args) -> None:
 
 
 def thread_count(args) -> int:
-    if args.threads is not None:
-        return max(1, args.threads)
-    value = os.environ.get("DG_LSP_THREADS", "1")
+    from dg_lsp.config import thread_count as rule
+
     try:
-        return max(1, int(value))
-    except ValueError:
-        raise CliError(f"$DG_LSP_THREADS must be an integer, got {value!r}") from None
+        return rule(args.threads)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _threads(args) -> None:

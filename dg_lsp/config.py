@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 from dataclasses import dataclass, fields
 from typing import Any
@@ -135,3 +136,15 @@ def camel_case(name: str) -> str:
 
 def settings_json(settings: Settings) -> dict[str, Any]:
     return {camel_case(f.name): getattr(settings, f.name) for f in fields(Settings)}
+
+
+def thread_count(asked: int | None) -> int:
+    """torch threads: `--threads N`, else $DG_LSP_THREADS, else 1 (at least 1). ValueError for a variable that is
+    not an integer (each CLI turns it into its one-line error)."""
+    if asked is not None:
+        return max(1, asked)
+    value = os.environ.get("DG_LSP_THREADS", "1")
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise ValueError(f"$DG_LSP_THREADS must be an integer, got {value!r}") from None

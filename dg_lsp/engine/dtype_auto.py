@@ -25,8 +25,10 @@ STEP_MARGIN = 1.1
 AGREE = 0.9
 
 
-def _median_ms(fn, reps: int) -> float:
-    fn()  # warm
+def median_ms(fn, reps: int, warm: bool = True) -> float:
+    """Median wall time of `reps` calls of `fn`, in ms (after one untimed call when `warm`)."""
+    if warm:
+        fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -41,7 +43,7 @@ def matmul_probe(reps: int = 5) -> dict:
     out = {}
     for dt in (torch.float32, torch.bfloat16):
         x, y = a.to(dt), w.to(dt)
-        out[str(dt).replace("torch.", "") + "_ms"] = _median_ms(lambda: torch.nn.functional.linear(x, y), reps)
+        out[str(dt).replace("torch.", "") + "_ms"] = median_ms(lambda: torch.nn.functional.linear(x, y), reps)
     out["bfloat16_speedup"] = out["float32_ms"] / max(out["bfloat16_ms"], 1e-9)
     return out
 
@@ -56,7 +58,7 @@ def _step(engine, reps: int = 3):
     cache, _ = runner.encode(prompt)
     ids, pos = canvas.canvas_ids.to(runner.device), canvas.position_ids()
     logits = runner.decode(ids, cache, pos, None, None).float()
-    return logits, _median_ms(lambda: runner.decode(ids, cache, pos, None, None), reps), canvas.hole_mask[0]
+    return logits, median_ms(lambda: runner.decode(ids, cache, pos, None, None), reps), canvas.hole_mask[0]
 
 
 @torch.inference_mode()

@@ -14,15 +14,11 @@ import time
 from pathlib import Path
 
 from dg_lsp.bench.typing.replay import TypingClient, _utf16_len
+from dg_lsp.engine.dtype_auto import median_ms
 
 
 def _median_ms(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return median_ms(fn, reps, warm=False)
 
 
 def encode_probe(engine, text: str, tokens: int = 2000, reps: int = 5) -> dict:
