@@ -32,10 +32,13 @@ class DenoiseOutcome:
 
 
 class DenoiseLoop:
-    def __init__(self, runner: ModelRunner, noise_kind: str = "uniform", mask_id: int | None = None):
+    def __init__(self, runner: ModelRunner, noise_kind: str = "uniform", mask_id: int | None = None,
+                 unmask_order: str = "entropy"):
         self.runner = runner
         self.noise_kind = noise_kind
         self.mask_id = mask_id
+        self.accept_rule = (sampler.left_to_right_accept if unmask_order == "left_to_right"
+                            else sampler.entropy_bound_accept)  # InfillSpec.unmask_order
 
     def _noise(self, shape, generator):
         return sampler.noise_tokens(shape, self.runner.vocab_size, generator, self.runner.device,
@@ -44,11 +47,12 @@ class DenoiseLoop:
     def update(self, processed: torch.Tensor, current: torch.LongTensor, pinned: torch.BoolTensor,
                fixed: torch.LongTensor, params: DenoiseParams, generator, greedy: bool):
         """One step's canvas update from the step's tempered logits: sample, accept the low-entropy hole
-        positions (EB-sampler), re-noise the rest. Returns (processed, new canvas, argmax canvas, entropy)."""
+        positions (EB-sampler, anywhere or from the left: InfillSpec.unmask_order), re-noise the rest.
+        Returns (processed, new canvas, argmax canvas, entropy)."""
         drawn = self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy, params.reference_sampling))
         new_argmax = torch.where(pinned, fixed, self.runner.ids_of(processed.argmax(dim=-1)))
         entropy = sampler.token_entropy(processed, params.reference_sampling)
-        accept = sampler.entropy_bound_accept(entropy, params.entropy_bound, ~pinned) | pinned
+        accept = self.accept_rule(entropy, params.entropy_bound, ~pinned) | pinned
         accepted = torch.where(accept, drawn, current)
         accepted = torch.where(pinned, fixed, accepted)
         noise = self._noise(tuple(fixed.shape), generator)

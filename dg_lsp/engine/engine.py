@@ -54,7 +54,8 @@ class Engine:
         self.spec = loaded.spec
         self.runner = make_runner(loaded)
         # On CUDA the loop's decoder steps take the fixed-shape compiled path (engine/fast); elsewhere this runner
-        self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id)
+        self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id,
+                                loaded.spec.unmask_order)
         self.worker = Worker()
         self.prefix_cache = PrefixCache(self.runner)
         self.lifecycle = InfillLifecycle(self.tokenizer, self.spec, self.runner, self.loop, self.prefix_cache)

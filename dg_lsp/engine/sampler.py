@@ -77,6 +77,15 @@ def entropy_bound_accept(entropy: torch.Tensor, entropy_bound: float, eligible: 
     return torch.scatter(torch.zeros_like(sorted_accept), dim=-1, index=order, src=sorted_accept)
 
 
+def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: torch.BoolTensor) -> torch.BoolTensor:
+    """The EB rule in canvas order: accept eligible positions from the left while the entropy summed over the
+    eligible positions before each one is <= bound. The accepted set is a prefix of the eligible positions and
+    always holds the first one, whatever its entropy. Ineligible (pinned) positions count as zero entropy."""
+    entropy = torch.where(eligible, entropy, torch.zeros_like(entropy))
+    before = torch.cumsum(entropy, dim=-1) - entropy
+    return eligible & (before <= entropy_bound)
+
+
 def stable_and_confident(history: list[torch.LongTensor], argmax_canvas: torch.LongTensor, entropy: torch.Tensor,
                          hole: torch.BoolTensor, stability_threshold: int, confidence_threshold: float) -> torch.BoolTensor:
     """Adaptive stop per row: the argmax canvas equals the last `stability_threshold` ones and the

@@ -14,6 +14,7 @@ from pathlib import Path
 
 SPEC_FILE = "dg_lsp.json"
 NOISE_KINDS = ("uniform", "mask")
+UNMASK_ORDERS = ("entropy", "left_to_right")
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,15 @@ class InfillSpec:
     # The autoregressive shift (Dream, DiffuLLaMA): the canvas starts with the prompt's last token, pinned, and
     # the model's row j predicts position j+1 (its runner realigns the logits). The engine moves that token.
     ar_shift: bool = False
+    # Which hole positions a denoising step accepts (engine/sampler.py). "entropy": the lowest-entropy ones anywhere
+    # in the hole (EB-sampler, as DiffusionGemma). "left_to_right": the leftmost still-open ones, as many as the same
+    # entropy bound allows and at least one, so a model whose decoder starts causal (the Gemma adapter's closed
+    # canvas gate) always extends a clean prefix and never commits a far token predicted from masks.
+    unmask_order: str = "entropy"
 
     def __post_init__(self) -> None:
+        if self.unmask_order not in UNMASK_ORDERS:
+            raise ValueError(f"unmask_order must be one of {UNMASK_ORDERS}, got {self.unmask_order!r}")
         if self.noise_kind not in NOISE_KINDS:
             raise ValueError(f"noise_kind must be one of {NOISE_KINDS}, got {self.noise_kind!r}")
         if self.noise_kind == "mask" and self.mask_token_id is None:

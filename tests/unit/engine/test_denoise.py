@@ -243,3 +243,52 @@ def test_banned_positions_keep_a_finite_entropy_and_get_accepted(tiny_engine):
     # a generous bound accepts every open position: none is stuck as NaN
     accepted = sampler.entropy_bound_accept(entropy, 1e9, canvas.hole_mask)
     assert accepted[0, :2].all()
+
+
+def _open_runs_are_a_suffix(canvas, forwards, mask_id) -> list[bool]:
+    """Per decoder forward: are the hole's open ([MASK]) positions all to the right of its accepted ones?"""
+    out = []
+    for seen in forwards:
+        hole = seen[0][canvas.hole_mask[0]]
+        is_mask = (hole == mask_id).int()
+        out.append(bool((is_mask[1:] >= is_mask[:-1]).all()))
+    return out
+
+
+def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_dir, tmp_path, monkeypatch):
+    """`unmask_order: left_to_right` in dg_lsp.json reaches the loop through `Engine.load`: every forward sees the
+    hole as accepted tokens followed by [MASK]s, and each forward after the first sees at least one more accepted
+    position at the hole's start. The same request on the same model in the default (entropy) order does accept
+    positions out of order, so the check tells the two apart."""
+    import json
+    import shutil
+
+    ltr_dir = tmp_path / "ltr"
+    shutil.copytree(tiny_mask_model_dir, ltr_dir)
+    spec = json.loads((ltr_dir / "dg_lsp.json").read_text())
+    (ltr_dir / "dg_lsp.json").write_text(json.dumps({**spec, "unmask_order": "left_to_right"}))
+    request = dict(prefix="def f(x):\n    return ", suffix="\n",
+                   params=DenoiseParams(max_steps=8, temperature=0.8, entropy_bound=2.0))
+    patterns = {}
+    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_dir)):
+        engine = Engine.load(str(path), device="cpu")
+        try:
+            seen = Capture(engine, monkeypatch)
+            engine.infill(InfillRequest(**request))
+            (canvas, _), = seen.runs
+            patterns[name] = _open_runs_are_a_suffix(canvas, seen.forwards, 3)
+            if name == "left_to_right":
+                assert len(seen.forwards) >= 2
+                for later in seen.forwards[1:]:
+                    assert later[0][canvas.hole_mask[0]][0] != 3
+        finally:
+            engine.close()
+    assert all(patterns["left_to_right"]), patterns
+    assert not all(patterns["entropy"]), patterns
+
+
+def test_an_unknown_unmask_order_is_refused():
+    from dg_lsp.engine.spec import InfillSpec
+
+    with pytest.raises(ValueError, match="unmask_order"):
+        InfillSpec(unmask_order="random")
