@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
 from pathlib import Path
 
 import torch
+
+from .heal import heal
+from .parity import compare, decoder_parity
 
 # Stdlib files: evaluation (never used to fit or heal) and calibration/healing (never evaluated).
 EVAL_FILES = ("textwrap.py", "shlex.py", "fractions.py", "heapq.py")
@@ -59,95 +61,6 @@ def load_base(base: str):
     return tok, g3
 
 
-@torch.no_grad()
-def g3_hidden(g3, ids):
-    return g3.model(input_ids=torch.tensor([ids])).last_hidden_state[0]
-
-
-@torch.no_grad()
-def dg_hidden(dg, ids):
-    return dg.model.encoder(input_ids=torch.tensor([ids])).last_hidden_state[0]
-
-
-@torch.no_grad()
-def compare(g3, dg, seqs, chunk: int = 128, split: int | None = None) -> dict:
-    """max/mean |logit difference|, top-1 agreement and KL(Gemma 3 || other) over every position of `seqs`. `dg` is
-    a converted model (its encoder, its head, its soft-cap as the engine's runner applies it; Gemma 3 270M has no
-    cap) or another Gemma 3 (the float noise floor)."""
-    if hasattr(dg.model, "encoder"):
-        cap = dg.final_logit_softcapping
-        hidden = dg_hidden
-    else:
-        cap, hidden = None, g3_hidden
-    n = agree = 0
-    mx = 0.0
-    total = 0.0
-    kl = scale = 0.0
-    per, per_mean, per_argmax = [], [], ([], [])
-    for ids in seqs:
-        a, b = g3_hidden(g3, ids), hidden(dg, ids)
-        for s in range(0, len(ids), chunk):
-            la = g3.lm_head(a[s:s + chunk]).float()
-            lb = dg.lm_head(b[s:s + chunk]).float()
-            lb = torch.tanh(lb / cap) * cap if cap else lb
-            d = (la - lb).abs()
-            mx = max(mx, float(d.max()))
-            scale = max(scale, float(la.abs().max()))
-            total += float(d.mean(-1).sum())
-            same = la.argmax(-1) == lb.argmax(-1)
-            agree += int(same.sum())
-            n += d.shape[0]
-            pa = la.log_softmax(-1)
-            kl += float((pa.exp() * (pa - lb.log_softmax(-1))).sum(-1).sum())
-            per.append(d.max(-1).values)
-            per_mean.append(d.mean(-1))
-            per_argmax[0].append(la.argmax(-1))
-            per_argmax[1].append(lb.argmax(-1))
-    per, per_mean = torch.cat(per), torch.cat(per_mean)
-    per_argmax = (torch.cat(per_argmax[0]), torch.cat(per_argmax[1]))
-    out = {"positions": n, "gemma3_logit_abs_max": scale, "max_abs": mx, "mean_abs": total / n,
-           "top1_agree": agree / n, "kl_nats": kl / n, "p50_pos_max": float(per.median()),
-           "p99_pos_max": float(per.quantile(0.99))}
-    if split is not None and len(seqs) == 1 and len(seqs[0]) > split:  # positions before / from `split`
-        out["positions_split"] = split
-        for name, sl in (("before_split", slice(0, split)), ("from_split", slice(split, None))):
-            a, b = per_argmax[0][sl], per_argmax[1][sl]
-            out[name] = {"positions": int(a.numel()), "max_abs": float(per[sl].max()),
-                         "mean_abs": float(per_mean[sl].mean()), "top1_agree": float((a == b).float().mean())}
-    return out
-
-
-@torch.no_grad()
-def decoder_parity(g3, dg, seqs, k: int = 32) -> dict:
-    """The decoder side at start: each sequence's last `k` tokens as a canvas over the encoder's cache of the rest,
-    with a causal 4D mask inside the canvas, against Gemma 3's next-token logits at those positions (what
-    conversion (b)'s decoder reproduces within 1e-5 with a zero adapter). Self-conditioning is off (first step)."""
-    from transformers import DynamicCache
-
-    cap = dg.final_logit_softcapping
-    n = agree = 0
-    mx = total = 0.0
-    for ids in seqs:
-        p = len(ids) - k
-        want = g3.lm_head(g3_hidden(g3, ids)[p:]).float()
-        cache = DynamicCache(config=dg.config.get_text_config(decoder=True))
-        dg.model.encoder(input_ids=torch.tensor([ids[:p]]), past_key_values=cache)
-        m = torch.ones(k, p + k, dtype=torch.bool)
-        m[:, p:] = torch.ones(k, k, dtype=torch.bool).tril()
-        m = m[None, None]
-        out = dg.model.decoder(decoder_input_ids=torch.tensor([ids[p:]]), past_key_values=cache,
-                               decoder_attention_mask={"full_attention": m, "sliding_attention": m},
-                               decoder_position_ids=torch.arange(p, p + k)[None])
-        got = dg.lm_head(out.last_hidden_state[0]).float()
-        got = torch.tanh(got / cap) * cap
-        d = (want - got).abs()
-        mx = max(mx, float(d.max()))
-        total += float(d.mean(-1).sum())
-        agree += int((want.argmax(-1) == got.argmax(-1)).sum())
-        n += k
-    return {"positions": n, "max_abs": mx, "mean_abs": total / n, "top1_agree": agree / n}
-
-
 def build(g3, mode: str, fit_seqs):
     from dg_lsp.engine.gemma3 import convert_dg as C
 
@@ -164,116 +77,6 @@ def build(g3, mode: str, fit_seqs):
     if fits:
         report["fits"] = {i: vars(f) for i, f in fits.items()}
     return dg, report
-
-
-# -- healing (mode keys-as-values): distil each full-attention layer onto Gemma 3's layer output ----------------
-
-def heal(g3, dg, report, seqs, minutes: float, lr: float = 1e-4, val: int = 4) -> dict:
-    """Layer-local distillation of the keys-as-values layers' attention sub-blocks. Each one is trained in Gemma 3's
-    own parametrization (q/k/v/o projections and q/k norm weights, rebuilt into the DiffusionGemma layout by
-    `convert_dg.full_kv_tensors` at every step, so the tiny and huge scale factors of the layout never meet the
-    optimiser) so that the residual stream after the sub-block, fed the converted model's own input to the layer,
-    matches Gemma 3's residual stream at the same point (squared error over that of Gemma 3's sub-block output).
-    The MLP after it is exact given its input, so it is not run. Later layers' inputs are recomputed after the
-    earlier ones are healed. The budget is split evenly; the last `val` sequences are held out for the loss."""
-    from torch.func import functional_call
-
-    from dg_lsp.engine.gemma3 import convert_dg as C
-
-    cfg = g3.config
-    enc = dg.model.encoder.language_model
-    targets = [(i, r) for i, r in enumerate(report["layers"]) if r["kind"] == "full-kv"]
-    n_train = len(seqs) - val
-    log = {"minutes": minutes, "lr": lr, "train_sequences": n_train, "held_out_sequences": val,
-           "tokens_per_sequence": max(len(x) for x in seqs), "layers": {}}
-    for li, r in targets:
-        t0 = time.perf_counter()
-        D = dg.config.text_config.per_layer_config[li].head_dim
-        g3_layer = g3.model.layers[r["src"]]
-        src = g3_layer.self_attn
-        fit = C.FullFit(rho=r["rho"], key_gain=r["key_gain"], value_gain=r["value_gain"])
-        data = [(_dg_input(dg, ids, li), _g3_mid(g3, g3_layer, ids)) for ids in seqs]
-        P = {n: getattr(src, m).weight.detach().float().clone().requires_grad_(True)
-             for n, m in (("wq", "q_proj"), ("wk", "k_proj"), ("wv", "v_proj"), ("wo", "o_proj"),
-                          ("q_norm", "q_norm"), ("k_norm", "k_norm"))}
-        layer = enc.layers[li]
-        for p in layer.parameters():
-            p.requires_grad_(False)
-
-        def weights():
-            t = C.full_kv_tensors(**P, fit=fit, D=D, d=cfg.head_dim, n_heads=cfg.num_attention_heads,
-                                  n_kv=cfg.num_key_value_heads, scaling=cfg.query_pre_attn_scalar ** -0.5)
-            return {f"{n}.weight": v for n, v in t.items()}
-
-        def loss_of(item, w):
-            x, (want, scale) = item
-            h = x["hidden"]
-            out, _ = functional_call(layer.self_attn, w, (), {
-                "hidden_states": layer.input_layernorm(h), "position_embeddings": x["position_embeddings"],
-                "attention_mask": x["attention_mask"]})
-            mid = h + layer.post_attention_layernorm(out)
-            return (mid - want).pow(2).sum() / scale
-
-        def held_loss():
-            with torch.no_grad():
-                w = weights()
-                return sum(float(loss_of(item, w)) for item in data[n_train:]) / val
-
-        before = held_loss()
-        t_data = time.perf_counter() - t0
-        opt = torch.optim.Adam(P.values(), lr=lr)
-        deadline = time.perf_counter() + minutes * 60 / len(targets)
-        steps = 0
-        while time.perf_counter() < deadline:
-            loss = loss_of(data[steps % n_train], weights())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            steps += 1
-        after = held_loss()
-        with torch.no_grad():
-            for name, v in weights().items():
-                layer.self_attn.get_parameter(name).copy_(v)  # tied: the decoder's copy changes with it
-        log["layers"][li] = {"steps": steps, "data_s": round(t_data, 1), "held_out_loss_before": before,
-                             "held_out_loss_after": after}
-        print(f"healed layer {li}: {steps} steps, held-out relative error {before:.4f} -> {after:.4f}",
-              file=sys.stderr, flush=True)
-    dg.eval()
-    return log
-
-
-@torch.no_grad()
-def _g3_mid(g3, layer, ids):
-    """Gemma 3's residual stream after `layer`'s attention sub-block, and the energy of that sub-block's output."""
-    got = {}
-    h1 = layer.register_forward_pre_hook(lambda m, a, kw: got.__setitem__("h", a[0] if a else kw["hidden_states"]),
-                                         with_kwargs=True)
-    h2 = layer.post_attention_layernorm.register_forward_hook(lambda m, a, out: got.__setitem__("pan", out))
-    try:
-        g3.model(input_ids=torch.tensor([ids]))
-    finally:
-        h1.remove()
-        h2.remove()
-    return got["h"] + got["pan"], float(got["pan"].pow(2).sum())
-
-
-@torch.no_grad()
-def _dg_input(dg, ids, li):
-    got = {}
-    enc = dg.model.encoder.language_model
-
-    def grab(module, a, kw):
-        got.setdefault("x", (a, kw))  # returns None: the layer's inputs are left as they are
-
-    h = enc.layers[li].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        dg.model.encoder(input_ids=torch.tensor([ids]))
-    finally:
-        h.remove()
-    args, kw = got["x"]
-    hidden = args[0] if args else kw["hidden_states"]
-    return {"hidden": hidden.detach(), "position_embeddings": kw["position_embeddings"],
-            "attention_mask": kw["attention_mask"]}
 
 
 # -- commands ------------------------------------------------------------------------------------------------------
