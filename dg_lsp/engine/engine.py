@@ -154,3 +154,48 @@ class Engine:
 
     def close(self) -> None:
         self.worker.close()
+
+    # -- speed on token ids, for `dg-lsp bench gpu` (engine/speed.py, docs/GPU.md) ------------------------------
+    # A random-weight model has no tokenizer and never converges: these take token ids and fixed step counts, and
+    # run on the calling thread (the benchmark has the engine to itself; the worker stays idle).
+    @property
+    def vocab_size(self) -> int:
+        """Token ids run from 0 to `vocab_size - 1`."""
+        return self.runner.vocab_size
+
+    def use_fast_path(self, fast: str, **options) -> None:
+        """The denoising loop's decoder runner from now on, as `engine.fast.denoise_runner(runner, fast, **options)`
+        picks it: "off" the eager runner; "on" the fixed-shape `StaticRunner`, `options` going to it (compile,
+        compile_mode, capacity, width_buckets); "auto" the fixed-shape path, compiled, on CUDA only."""
+        self.loop.runner = denoise_runner(self.runner, fast, **options)
+
+    def encode_ids(self, prompt_ids: list[int]) -> None:
+        """Encode a prompt of token ids into a fresh cache (no prefix cache): the encoder prefill, to time."""
+        self.runner.encode(prompt_ids)
+
+    def decoder_forward(self, prompt_ids: list[int], canvas_width: int):
+        """A function of no arguments that runs one decoder forward of the loop's runner over a canvas of
+        `canvas_width` after the encoded prompt (self-conditioning on), to time. It has run 3 times already, so a
+        compiled runner has compiled and captured its graph."""
+        from . import speed
+
+        return speed.decoder_forward(self.loop.runner, prompt_ids, canvas_width)
+
+    def fixed_step_fill(self, prompt_ids: list[int], steps: int, canvas_width: int | None = None,
+                        temperature: float = 0.8, seed: int = 0) -> dict:
+        """Encode the token ids, then denoise a pad-fill canvas of `canvas_width` (default: the model's) with no
+        suffix for exactly `steps` steps, no early stop, on the loop's runner. Returns {"prefill_ms",
+        "denoise_ms", "steps"}, device-synchronised."""
+        from . import speed
+
+        return speed.fixed_step_fill(self.loop, prompt_ids, steps, canvas_width or self.canvas_length, temperature,
+                                     seed)
+
+    def greedy_ids(self, prompt_ids: list[int], max_new_tokens: int, fixed_shape: bool = False,
+                   compile: bool = False, compile_mode: str = "reduce-overhead") -> dict:
+        """`max_new_tokens` greedy tokens after the token ids through the encoder (the AR baseline's path, eager on
+        a DynamicCache; or `fixed_shape`: `FixedAutoregressor`, compiled if asked, timed after a short untimed
+        run). Returns {"prefill_ms", "decode_ms"}, device-synchronised."""
+        from . import speed
+
+        return speed.greedy(self.runner, prompt_ids, max_new_tokens, fixed_shape, compile, compile_mode)

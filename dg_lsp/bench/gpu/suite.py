@@ -12,6 +12,12 @@ engine's eager path (DynamicCache), `on` the fixed-shape path compiled (CUDA gra
 `fixed` the fixed-shape path eager. Random weights never converge, so step counts are fixed: these
 are speed figures, not quality. On CPU they only check the plumbing.
 
+It measures through the engine's public API: one `Engine` over the random-weight model
+(`engine/fast/arch.random_loaded_model`: default infill spec, a tokenizer of special ids only), timed with
+its token-id methods (engine/speed.py): `encode_ids` (prefill), `decoder_forward` (one forward of the loop's
+runner), `fixed_step_fill` (prefill + denoising at a fixed step count), `greedy_ids` (autoregressive), and
+`use_fast_path` to put the loop on the path of each `--compile` mode.
+
 Writes `gpu-bench.json` and `gpu-bench.md` under `--out` (default `$OUT`, else ./bench-out) after
 every measurement, so a run cut short keeps what it measured. `--budget-s` stops starting new
 measurements (the compiled ones come last) so a one-shot device run ends in time.
@@ -30,15 +36,9 @@ import torch
 
 from dg_lsp.bench.gpu.report import Report
 from dg_lsp.bench.options import int_list, subset_of
-from dg_lsp.engine.canvas import pad_fill_canvas
-from dg_lsp.engine.denoise import DenoiseLoop
-from dg_lsp.engine.fast.ar import FixedAutoregressor
-from dg_lsp.engine.fast.arch import SCALES, build_random_model, diffusion_gemma_config, parameter_bytes, parameter_count
-from dg_lsp.engine.fast.runner import StaticRunner
-from dg_lsp.engine.loader import LoadedModel, pick_device, pick_dtype
-from dg_lsp.engine.runner import ModelRunner
-from dg_lsp.engine.spec import InfillSpec
-from dg_lsp.engine.types import DenoiseParams
+from dg_lsp.engine.engine import Engine
+from dg_lsp.engine.fast.arch import SCALES, parameter_bytes, parameter_count, random_loaded_model
+from dg_lsp.engine.loader import pick_device, pick_dtype
 
 COMPILE_MODES = ("off", "fixed", "on")
 
@@ -87,28 +87,24 @@ class Clock:
 
 
 class ScaleBench:
-    """All measurements of one model size."""
+    """All measurements of one model size, through one `Engine` over the random-weight model (its token-id
+    methods: engine/speed.py)."""
 
     def __init__(self, opts: GpuBenchOptions, scale: str, report: Report, started: float):
         self.opts, self.scale, self.report, self.started = opts, scale, report, started
         self.device = torch.device(pick_device(opts.device))
         self.dtype = pick_dtype(opts.dtype, str(self.device))
         self.clock = Clock(self.device)
-        config = diffusion_gemma_config(scale, canvas_length=opts.e2e_canvas)
         self.clock.reset_peak()
-        self.model, build_s = build_random_model(config, str(self.device), self.dtype)
-        self.loaded = LoadedModel(self.model, None, InfillSpec(), f"random:{scale}", str(self.device),
-                                  str(self.dtype).replace("torch.", ""))
-        self.eager = ModelRunner(self.loaded)
-        vocab = self.eager.vocab_size
+        self.loaded, build_s = random_loaded_model(scale, str(self.device), self.dtype, canvas_length=opts.e2e_canvas)
+        self.engine = Engine(self.loaded)
         gen = torch.Generator().manual_seed(opts.seed)
-        self.prompt = torch.randint(4, vocab - 4, (opts.prompt_tokens,), generator=gen).tolist()
-        self.pad_id = self.eager.text_config.pad_token_id or 0
-        weights_gb = parameter_bytes(self.model) / 1e9
+        self.prompt = torch.randint(4, self.engine.vocab_size - 4, (opts.prompt_tokens,), generator=gen).tolist()
+        model = self.loaded.model
         report.add(scale=scale, compile="-", kind="build", ms=build_s * 1000.0, peak_gb=self.clock.peak_gb(),
-                   params=parameter_count(self.model), weights_gb=weights_gb, dtype=self.loaded.dtype,
-                   attention=self.model.config.text_config._attn_implementation,
-                   experts=self.model.config.text_config._experts_implementation)
+                   params=parameter_count(model), weights_gb=parameter_bytes(model) / 1e9, dtype=self.loaded.dtype,
+                   attention=model.config.text_config._attn_implementation,
+                   experts=model.config.text_config._experts_implementation)
 
     def over_budget(self) -> bool:
         return time.perf_counter() - self.started > self.opts.budget_s
@@ -126,109 +122,67 @@ class ScaleBench:
             return
         self.report.add(scale=self.scale, compile=compile, kind=kind, peak_gb=self.clock.peak_gb(), **keys, **values)
 
-    def runner(self, compile: str) -> ModelRunner:
+    def use(self, compile: str) -> None:
+        """The engine's denoising loop on the path of `--compile`: off = the eager runner, fixed = the fixed-shape
+        runner eager, on = the fixed-shape runner compiled."""
         if compile == "off":
-            return self.eager
-        return StaticRunner(self.loaded, capacity=self.opts.prompt_tokens, compile=compile == "on",
-                            compile_mode=self.opts.compile_mode)
+            self.engine.use_fast_path("off")
+        else:
+            self.engine.use_fast_path("on", compile=compile == "on", capacity=self.opts.prompt_tokens,
+                                      width_buckets=None, compile_mode=self.opts.compile_mode)
 
     # -- measurements ----------------------------------------------------------------------------
     @torch.inference_mode()
     def prefill(self) -> dict:
-        self.eager.encode(self.prompt)  # warm-up
-        times = [self.clock.ms(lambda: self.eager.encode(self.prompt))[1] for _ in range(max(1, self.opts.repeats))]
+        self.engine.encode_ids(self.prompt)  # warm-up
+        times = [self.clock.ms(lambda: self.engine.encode_ids(self.prompt))[1]
+                 for _ in range(max(1, self.opts.repeats))]
         return {"ms": statistics.median(times), "tokens": len(self.prompt)}
 
     @torch.inference_mode()
-    def forward(self, runner: ModelRunner, canvas_len: int) -> dict:
-        cache, _ = runner.encode(self.prompt)
-        canvas = pad_fill_canvas(self.prompt, [], canvas_len, 0, self.pad_id, self.pad_id)
-        plan = runner.decoder_mask(cache, canvas.valid)
-        current = torch.randint(0, runner.vocab_size, (1, canvas_len), device=runner.device)
-        positions = canvas.position_ids()
-        logits = runner.decode(current, cache, positions, None, plan)
-        sc = logits.to(self.model.model.decoder.embed_tokens.weight.dtype)
-        for _ in range(2):  # compiled: the warm-up and capture runs
-            runner.decode(current, cache, positions, sc, plan)
-        times = [self.clock.ms(lambda: runner.decode(current, cache, positions, sc, plan))[1]
-                 for _ in range(max(1, self.opts.repeats))]
+    def forward(self, canvas_len: int) -> dict:
+        step = self.engine.decoder_forward(self.prompt, canvas_len)  # run 3 times: compiled, the warm-up and capture
+        times = [self.clock.ms(step)[1] for _ in range(max(1, self.opts.repeats))]
         return {"ms": statistics.median(times)}
 
-    @torch.inference_mode()
-    def denoise(self, runner: ModelRunner, steps: int) -> dict:
+    def denoise(self, steps: int) -> dict:
         canvas_len = self.opts.e2e_canvas
-        params = DenoiseParams(max_steps=steps, temperature=self.opts.temperature, confidence_threshold=0.0)
-        canvas = pad_fill_canvas(self.prompt, [], canvas_len, 0, self.pad_id, self.pad_id)
-        loop = DenoiseLoop(runner)
-        generator = torch.Generator(device=runner.device).manual_seed(self.opts.seed)
-        self.clock.sync()
-        t0 = time.perf_counter()
-        cache, _ = runner.encode(self.prompt)
-        self.clock.sync()
-        t1 = time.perf_counter()
-        out = loop.run(canvas, cache, params, generator)
-        self.clock.sync()
-        t2 = time.perf_counter()
-        if out.steps != steps:
-            raise RuntimeError(f"ran {out.steps} steps, expected {steps}")
-        prefill_ms, denoise_ms = (t1 - t0) * 1000.0, (t2 - t1) * 1000.0
+        out = self.engine.fixed_step_fill(self.prompt, steps, canvas_len, self.opts.temperature, self.opts.seed)
+        if out["steps"] != steps:
+            raise RuntimeError(f"ran {out['steps']} steps, expected {steps}")
+        prefill_ms, denoise_ms = out["prefill_ms"], out["denoise_ms"]
         return {"tokens": canvas_len, "prefill_ms": prefill_ms, "ms": denoise_ms, "step_ms": denoise_ms / steps,
                 "tokens_per_s": canvas_len / denoise_ms * 1000.0, "e2e_ms": prefill_ms + denoise_ms,
                 "e2e_tokens_per_s": canvas_len / (prefill_ms + denoise_ms) * 1000.0}
 
-    def warm_denoise(self, runner: ModelRunner) -> None:
-        if not isinstance(runner, StaticRunner) or not runner.compiled:
-            return
-        self.denoise(runner, 2)  # compile and capture outside the timed runs
-
-    @torch.inference_mode()
     def autoregressive(self, compile: str) -> dict:
         n = self.opts.ar_tokens
-        if compile == "off":
-            prefill_ms, decode_ms = self._eager_ar(n)
-        else:
-            ar = FixedAutoregressor(self.eager, compile=compile == "on", compile_mode=self.opts.compile_mode)
-            capacity = -(-(len(self.prompt) + n) // 256) * 256
-            ar.generate(self.prompt, min(n, 4), capacity=capacity)  # compile and capture
-            ar.generate(self.prompt, n, capacity=capacity)
-            prefill_ms, decode_ms = ar.last_timings["prefill_ms"], ar.last_timings["decode_ms"]
+        out = self.engine.greedy_ids(self.prompt, n, fixed_shape=compile != "off", compile=compile == "on",
+                                     compile_mode=self.opts.compile_mode)
+        prefill_ms, decode_ms = out["prefill_ms"], out["decode_ms"]
         per_token = decode_ms / max(1, n - 1)
         e2e_ms = prefill_ms + self.opts.e2e_canvas * per_token
         return {"tokens": n, "prefill_ms": prefill_ms, "ms": decode_ms, "ms_per_token": per_token,
                 "tokens_per_s": 1000.0 / per_token, "e2e_ms": e2e_ms,
                 "e2e_tokens_per_s": self.opts.e2e_canvas / e2e_ms * 1000.0}
 
-    def _eager_ar(self, n: int) -> tuple[float, float]:
-        """The engine's eager autoregressive loop: one encoder forward per token on a DynamicCache."""
-        runner = self.eager
-        self.clock.sync()
-        t0 = time.perf_counter()
-        cache, hidden = runner.encode(self.prompt)
-        token = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
-        t1 = time.perf_counter()
-        for _ in range(n - 1):
-            cache, hidden = runner.encode([token], cache)
-            token = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
-        self.clock.sync()
-        return (t1 - t0) * 1000.0, (time.perf_counter() - t1) * 1000.0
-
     # -- the schedule --------------------------------------------------------------------------
     def run(self) -> None:
         opts = self.opts
         self.measure("-", "prefill", self.prefill)
         for compile in opts.compile:  # eager first: the compiled measurements are the ones a budget cuts
-            runner = self.runner(compile)
-            if compile == "on":
-                self.measure(compile, "warm-up", lambda: {"ms": self.clock.ms(lambda: self.warm_denoise(runner))[1]})
+            self.use(compile)
+            if compile == "on":  # compile and capture outside the timed runs
+                self.measure(compile, "warm-up", lambda: {"ms": self.clock.ms(lambda: self.denoise(2))[1]})
             for steps in opts.steps:
-                self.measure(compile, "denoise", lambda: self.denoise(runner, steps), canvas=opts.e2e_canvas,
-                             steps=steps)
+                self.measure(compile, "denoise", lambda: self.denoise(steps), canvas=opts.e2e_canvas, steps=steps)
             self.measure(compile, "autoregressive", lambda: self.autoregressive(compile))
             for canvas_len in sorted(opts.canvases, key=lambda c: (c != opts.e2e_canvas, c)):
-                self.measure(compile, "forward", lambda: self.forward(runner, canvas_len), canvas=canvas_len)
+                self.measure(compile, "forward", lambda: self.forward(canvas_len), canvas=canvas_len)
 
     def close(self) -> None:
-        del self.model, self.loaded, self.eager
+        self.engine.close()
+        del self.engine, self.loaded
         torch._dynamo.reset()  # compiled graphs hold the model
         if self.clock.cuda:
             torch.cuda.empty_cache()

@@ -95,6 +95,36 @@ def build_random_model(config, device: str, dtype):
     return model, time.perf_counter() - t0
 
 
+class IdsOnlyTokenizer:
+    """A random-weight model's tokenizer: its special token ids and nothing else (an engine over it is driven with
+    token ids: `Engine.encode_ids`, `fixed_step_fill`, `greedy_ids`, `decoder_forward`)."""
+
+    def __init__(self, text_config):
+        self.pad_token_id = text_config.pad_token_id
+        self.bos_token_id = text_config.bos_token_id
+        self.eos_token_id = text_config.eos_token_id
+        self.all_special_ids = [t for t in (self.pad_token_id, self.bos_token_id, self.eos_token_id) if t is not None]
+
+    def encode(self, text, add_special_tokens=False):
+        raise NotImplementedError("a random-weight model has no tokenizer: give the engine token ids")
+
+    def decode(self, ids):
+        raise NotImplementedError("a random-weight model has no tokenizer: read token ids")
+
+
+def random_loaded_model(scale: str, device: str, dtype, canvas_length: int = 256):
+    """(LoadedModel, build seconds): the architecture at `scale` with random weights built on `device`, the default
+    infill spec and an `IdsOnlyTokenizer`, named `random:<scale>`, for an `Engine` (`dg-lsp bench gpu`)."""
+    from ..loader import LoadedModel
+    from ..spec import InfillSpec
+
+    model, build_s = build_random_model(diffusion_gemma_config(scale, canvas_length=canvas_length), device, dtype)
+    tokenizer = IdsOnlyTokenizer(model.config.get_text_config(decoder=True))
+    loaded = LoadedModel(model, tokenizer, InfillSpec(), f"random:{scale}", str(device),
+                         str(dtype).replace("torch.", ""))
+    return loaded, build_s
+
+
 def _unique_parameters(model):
     return {id(p): p for p in model.parameters()}.values()  # tied weights once
 

@@ -49,3 +49,20 @@ def test_full_scale_is_gemma4_26b_a4b():
     with torch.device("meta"):
         model = DiffusionGemmaForBlockDiffusion(config)
     assert 25.0e9 < parameter_count(model) < 25.5e9  # "26B" total, tied encoder/decoder
+
+
+def test_the_gpu_bench_measures_through_the_engines_public_api():
+    """Issue 12: the suite builds an `Engine` over the random-weight model and times its public methods; it does
+    not assemble a second engine from the engine's parts."""
+    import ast
+    from pathlib import Path
+
+    import dg_lsp.bench.gpu.suite as suite
+
+    tree = ast.parse(Path(suite.__file__).read_text(encoding="utf-8"))
+    engine_imports = {node.module for node in ast.walk(tree)
+                      if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dg_lsp.engine")}
+    assert engine_imports == {"dg_lsp.engine.engine", "dg_lsp.engine.fast.arch", "dg_lsp.engine.loader"}
+    private = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and isinstance(node.value, ast.Attribute) and node.value.attr == "engine" and node.attr.startswith("_")}
+    assert not private
