@@ -37,8 +37,7 @@ class DenoiseLoop:
         self.runner = runner
         self.noise_kind = noise_kind
         self.mask_id = mask_id
-        self.accept_rule = (sampler.left_to_right_accept if unmask_order == "left_to_right"
-                            else sampler.entropy_bound_accept)  # InfillSpec.unmask_order
+        self.left_to_right = unmask_order == "left_to_right"  # InfillSpec.unmask_order (mask noise only)
 
     def _noise(self, shape, generator):
         return sampler.noise_tokens(shape, self.runner.vocab_size, generator, self.runner.device,
@@ -52,7 +51,11 @@ class DenoiseLoop:
         drawn = self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy, params.reference_sampling))
         new_argmax = torch.where(pinned, fixed, self.runner.ids_of(processed.argmax(dim=-1)))
         entropy = sampler.token_entropy(processed, params.reference_sampling)
-        accept = self.accept_rule(entropy, params.entropy_bound, ~pinned) | pinned
+        if self.left_to_right:  # positions not [MASK] in this step's input were accepted by the last one
+            settled = ~pinned & (current != self.mask_id)
+            accept = sampler.left_to_right_accept(entropy, params.entropy_bound, ~pinned, settled) | pinned
+        else:
+            accept = sampler.entropy_bound_accept(entropy, params.entropy_bound, ~pinned) | pinned
         accepted = torch.where(accept, drawn, current)
         accepted = torch.where(pinned, fixed, accepted)
         noise = self._noise(tuple(fixed.shape), generator)

@@ -77,11 +77,15 @@ def entropy_bound_accept(entropy: torch.Tensor, entropy_bound: float, eligible: 
     return torch.scatter(torch.zeros_like(sorted_accept), dim=-1, index=order, src=sorted_accept)
 
 
-def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: torch.BoolTensor) -> torch.BoolTensor:
-    """The EB rule in canvas order: accept eligible positions from the left while the entropy summed over the
-    eligible positions before each one is <= bound. The accepted set is a prefix of the eligible positions and
-    always holds the first one, whatever its entropy. Ineligible (pinned) positions count as zero entropy."""
-    entropy = torch.where(eligible, entropy, torch.zeros_like(entropy))
+def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: torch.BoolTensor,
+                         settled: torch.BoolTensor) -> torch.BoolTensor:
+    """The EB rule in canvas order. `settled`: eligible positions that already hold an accepted token (not noise)
+    in this step's input; under this rule they are the hole's leading positions, and they stay accepted (re-drawn
+    from this step's logits). The open ones are accepted from the left while the entropy summed over the open
+    positions before each one is <= bound, so the first open position is always taken, whatever its entropy.
+    Ineligible (pinned) positions count as zero entropy."""
+    open_ = eligible & ~settled
+    entropy = torch.where(open_, entropy, torch.zeros_like(entropy))
     before = torch.cumsum(entropy, dim=-1) - entropy
     return eligible & (before <= entropy_bound)
 

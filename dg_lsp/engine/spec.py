@@ -41,6 +41,9 @@ class InfillSpec:
     def __post_init__(self) -> None:
         if self.unmask_order not in UNMASK_ORDERS:
             raise ValueError(f"unmask_order must be one of {UNMASK_ORDERS}, got {self.unmask_order!r}")
+        if self.unmask_order == "left_to_right" and self.noise_kind != "mask":
+            raise ValueError("unmask_order 'left_to_right' needs noise_kind 'mask' (it tells accepted from open "
+                             "positions by the [MASK] token)")
         if self.noise_kind not in NOISE_KINDS:
             raise ValueError(f"noise_kind must be one of {NOISE_KINDS}, got {self.noise_kind!r}")
         if self.noise_kind == "mask" and self.mask_token_id is None:

@@ -40,19 +40,27 @@ def test_fast_entropy_equals_the_reference():
 
 
 def test_left_to_right_accept_takes_a_prefix_of_the_open_positions():
+    none = torch.zeros(1, 6, dtype=torch.bool)
     #                      pinned  open  open  open  open  pinned
     entropy = torch.tensor([[9.0, 0.05, 0.04, 0.5, 0.0, 7.0]])
     eligible = torch.tensor([[False, True, True, True, True, False]])
-    got = sampler.left_to_right_accept(entropy, 0.1, eligible)
+    got = sampler.left_to_right_accept(entropy, 0.1, eligible, none)
     # before each open position: 0, 0.05, 0.09, 0.59 -> the first three; the low-entropy fourth one waits for them
     assert got.tolist() == [[False, True, True, True, False, False]]
-    # the first open position is always taken, however unsure; EB order would rather take the 0.0 one on the right
+    # the first open position is always taken, however unsure; EB order would rather take the sure one on the right
     unsure = torch.tensor([[0.0, 3.0, 2.0, 0.0]])
     lead_pinned = torch.tensor([[False, True, True, True]])
-    assert sampler.left_to_right_accept(unsure, 0.1, lead_pinned).tolist() == [[False, True, False, False]]
+    no = torch.zeros(1, 4, dtype=torch.bool)
+    assert sampler.left_to_right_accept(unsure, 0.1, lead_pinned, no).tolist() == [[False, True, False, False]]
     assert (sampler.entropy_bound_accept(unsure, 0.1, lead_pinned) & lead_pinned).tolist() == \
         [[False, False, True, True]]  # the sure one on the right, and the next-lowest
+    # settled (already accepted) positions stay accepted and their entropy does not hold back the open ones:
+    # slot 1 was accepted last step and is unsure now; slot 2 is the first open one, slot 3 follows at 0 before it
+    settled = torch.tensor([[False, True, False, False]])
+    assert sampler.left_to_right_accept(torch.tensor([[0.0, 3.0, 0.01, 0.0]]), 0.1, lead_pinned, settled).tolist() \
+        == [[False, True, True, True]]
     # rows are independent
     two = torch.tensor([[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
-    assert sampler.left_to_right_accept(two, 0.1, torch.ones(2, 3, dtype=torch.bool)).tolist() == \
+    assert sampler.left_to_right_accept(two, 0.1, torch.ones(2, 3, dtype=torch.bool),
+                                        torch.zeros(2, 3, dtype=torch.bool)).tolist() == \
         [[True, True, True], [True, False, False]]
