@@ -28,8 +28,11 @@ def _cached(run, prompt_ids):
 
 
 @torch.no_grad()
-def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: float = 0.9) -> tuple[str, int]:
-    """Greedy confidence-ordered unmasking of a 32-slot pad-fill hole. Returns (answer text, steps)."""
+def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: float = 0.9,
+                  order: str = "left_to_right") -> tuple[str, int]:
+    """Greedy unmasking of a 32-slot pad-fill hole: each step fills the open slots at least `accept` sure, and the
+    surest one if none is; with `order` "left_to_right" only the leftmost open slots, from the first one on, as
+    far as they are sure (the first one always). Returns (answer text, steps)."""
     tok = run.tok
     tail = healing.healing_tail(prefix)
     prompt = [tok.bos_token_id] + tok.encode(prefix[:len(prefix) - len(tail)], add_special_tokens=False)
@@ -57,6 +60,12 @@ def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: flo
             break
         conf = torch.where(open_, conf, torch.full_like(conf, -1.0))
         take = open_ & (conf >= accept)
+        if order == "left_to_right":
+            first = int(open_.nonzero()[0, 0])
+            run_ = (open_ & take).int()
+            run_[first] = 1
+            take = torch.zeros_like(open_)
+            take[first:] = torch.cumprod(run_[first:], dim=0).bool()
         if not bool(take.any()):
             take = torch.zeros_like(open_)
             take[int(conf.argmax())] = True
@@ -106,10 +115,10 @@ def evaluate(run, n_humaneval: int | None = None) -> dict:
     tasks = subsample(load_humaneval("single-line"), n_humaneval or run.opts.eval_problems, seed=0)
     em, steps = 0, 0
     for task in tasks:
-        text, s = greedy_infill(run, task.prefix, task.suffix)
+        text, s = greedy_infill(run, task.prefix, task.suffix, order=run.opts.eval_order)
         em += int(text.strip() == task.middle.strip())
         steps += s
-    out = {"step": run.state["step"], "he_em": em / len(tasks), "he_mean_steps": steps / len(tasks),
+    out = {"step": run.state["step"], "order": run.opts.eval_order, "he_em": em / len(tasks), "he_mean_steps": steps / len(tasks),
            "heldout_loss": heldout_loss(run), "eval_s": time.monotonic() - t0,
            "cpu_hours": run.state["cpu_seconds"] / 3600}
     return out

@@ -7,7 +7,9 @@ canvas `[lead][hole: K slots][suffix head]`:
 - the suffix head is pinned, clean.
 Canvas row j predicts slot j+1 (the autoregressive shift, as Dream and DiffuLLaMA keep it), so the lead row
 starts out as the base model's next-token prediction. Slots are replaced by `<mask>` with probability t,
-t stratified over the batch and biased towards high noise. The loss is cross-entropy over masked slots up to
+t stratified over the batch and biased towards high noise. With `ltr` > 0, that share of the canvases is noised
+the way left-to-right decoding (InfillSpec.unmask_order) meets them: the first slots clean, every slot from a cut
+on masked, the cut placed so that a share t of the scored slots is masked. The loss is cross-entropy over masked slots up to
 and including the first pad (after it the engine forces pads), on the restricted output vocabulary.
 """
 
@@ -44,8 +46,9 @@ def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
 
 
 def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int, pad_id: int, vocab_rows,
-          rng: random.Random, pad_extra: float = 0.5, noise: float | None = None) -> CanvasBatch:
-    """`noise`: one fixed level for every canvas (1.0: fully masked, the first denoising step)."""
+          rng: random.Random, pad_extra: float = 0.5, noise: float | None = None, ltr: float = 0.0) -> CanvasBatch:
+    """`noise`: one fixed level for every canvas (1.0: fully masked, the first denoising step). `ltr`: the share
+    of canvases masked from a cut to the end (left-to-right decoding's canvases) instead of at random."""
     m = len(holes)
     us = [(i + rng.random()) / m for i in range(m)]
     rng.shuffle(us)
@@ -57,10 +60,11 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
         k = fit[0] if rng.random() >= pad_extra else rng.choice(fit)
         slots = h.hole_ids + [pad_id] * (k - n)
         scored = n + 1  # slots 1..n+1 (the first pad included)
+        cut = scored + 1 - max(1, round(t * scored)) if ltr > 0 and rng.random() < ltr else None
         inp = []
         masked = []
         for j, tok in enumerate(slots, start=1):
-            is_masked = t >= 1.0 or rng.random() < t
+            is_masked = j >= cut if cut is not None else (t >= 1.0 or rng.random() < t)
             if j <= scored:
                 inp.append(mask_id if is_masked else tok)
                 if is_masked:

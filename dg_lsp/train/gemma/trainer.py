@@ -36,6 +36,7 @@ class Options:
     future_gate: float = -6.0  # the canvas gate's start (adapter.py): nearly causal, so the AR skill is the start
     gate_lr: float = 0.02  # its own rate: Adam moves a parameter about lr per step, and the gate must travel ~6
     no_gate: bool = False  # fully bidirectional from the start (the first session's adapter)
+    ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -47,6 +48,7 @@ class Options:
     ckpt_minutes: float = 5.0
     eval_minutes: float = 30.0
     eval_problems: int = 20
+    eval_order: str = "left_to_right"  # the in-training eval's unmasking order (evaluate.greedy_infill)
     log_every: int = 10
 
 
@@ -132,7 +134,7 @@ class Run:
             A.encoder_pass(self.model, torch.tensor([ids]), cache)
         ro = A.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), self.layer_kinds, self.mask_id, self.pad_id, self.vocab.to_rows,
-                                self.rng)
+                                self.rng, ltr=self.opts.ltr_noise)
         hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)

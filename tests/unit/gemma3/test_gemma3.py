@@ -203,6 +203,34 @@ def test_objective_canvas_layout():
     assert b.targets[4:].tolist() == [0] and b.rows[4:].tolist() == [w]
 
 
+def test_left_to_right_noise_masks_from_a_cut_to_the_end():
+    """`ltr=1`: every canvas is clean up to a cut and masked from it to its last slot (pads included), the masked
+    share of the scored slots follows the canvas's noise level, and only masked slots up to the first pad are
+    scored."""
+    from dg_lsp.train.gemma import objective
+    from dg_lsp.train.gemma.data import Hole
+
+    middle = [20, 21, 22, 23, 24, 25, 26]
+    holes = [Hole("single-line", [2, 10, 11], middle, [30, 31], "x") for _ in range(12)]
+    b = objective.build(holes, n_cached=5, layer_kinds={"full_attention"}, mask_id=3, pad_id=0,
+                        vocab_rows=lambda t: t, rng=random.Random(1), ltr=1.0, pad_extra=0.0)
+    w = b.ids.shape[1]
+    cuts = []
+    for i in range(len(holes)):
+        slots = b.ids[i, 1:1 + 8].tolist()  # 7 middle tokens + 1 pad: the 8 bucket
+        is_mask = [t == 3 for t in slots]
+        cut = is_mask.index(True)
+        assert all(is_mask[cut:]) and not any(is_mask[:cut]), slots
+        assert slots[:cut] == (middle + [0])[:cut]
+        cuts.append(cut)
+        scored = sorted(r - i * w for r in b.rows.tolist() if i * w <= r < (i + 1) * w)
+        assert scored == list(range(cut, 8))  # row j predicts slot j + 1: slots cut+1..8 (the pad is slot 8)
+        t = float(b.noise[[k for k, r in enumerate(b.rows.tolist()) if i * w <= r < (i + 1) * w][0]])
+        assert 8 - cut == max(1, round(t * 8))
+    assert len(set(cuts)) > 2  # stratified noise: cuts spread over the hole
+    assert b.ids[:, 9:11].tolist() == [[30, 31]] * len(holes)  # the suffix head stays clean
+
+
 def test_greedy_stops_before_max_steps(adapted_dir, monkeypatch):
     """Issue 15.1: at temperature 0 the acceptance and stop tests read tempered entropies
     (sampler.GREEDY_ACCEPT_TEMPERATURE), so a confident, self-consistent model stops early; read untempered (the
