@@ -48,8 +48,11 @@ class DenoiseLoop:
         """One step's canvas update from the step's tempered logits: sample, accept the low-entropy hole
         positions (EB-sampler, anywhere or from the left: InfillSpec.unmask_order), re-noise the rest.
         Returns (processed, new canvas, argmax canvas, entropy)."""
-        drawn = self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy, params.reference_sampling))
-        new_argmax = torch.where(pinned, fixed, self.runner.ids_of(processed.argmax(dim=-1)))
+        best = self.runner.ids_of(processed.argmax(dim=-1))
+        # greedy draws the argmax: computed once (sample_tokens would repeat it)
+        drawn = best if greedy else self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy,
+                                                                             params.reference_sampling))
+        new_argmax = torch.where(pinned, fixed, best)
         entropy = sampler.token_entropy(processed, params.reference_sampling)
         if self.left_to_right:  # positions not [MASK] in this step's input were accepted by the last one
             settled = ~pinned & (current != self.mask_id)

@@ -64,3 +64,22 @@ def test_left_to_right_accept_takes_a_prefix_of_the_open_positions():
     assert sampler.left_to_right_accept(two, 0.1, torch.ones(2, 3, dtype=torch.bool),
                                         torch.zeros(2, 3, dtype=torch.bool)).tolist() == \
         [[True, True, True], [True, False, False]]
+
+
+def test_exact_exp_is_torch_exp_bit_for_bit():
+    # every 3rd float32 from -87 down to -110 (the subnormal results and the start of the zeros), a spread of
+    # ordinary values, the bound itself, and the special values
+    start = torch.tensor([-87.0]).view(torch.int32)
+    stop = torch.tensor([-110.0]).view(torch.int32)
+    sweep = torch.arange(int(start), int(stop), 3, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    x = torch.cat([sweep, torch.linspace(-400.0, 40.0, 20001), torch.tensor([sampler.SUBNORMAL_EXP_BELOW]),
+                   torch.tensor([float("-inf"), float("inf"), float("nan"), 0.0, -0.0])])
+    assert torch.equal(sampler.exp_exact(x).view(torch.int32), x.exp().view(torch.int32))
+
+
+def test_entropy_of_tempered_logits_is_unchanged():
+    logits = torch.tanh(torch.randn(2, 48, 8195, generator=torch.Generator().manual_seed(1)) * 2) * 30 / 0.2
+    logp = torch.log_softmax(logits, dim=-1)
+    expected = -(logp.exp() * logp).sum(dim=-1)  # the formula before exp_exact
+    assert (logp < sampler.SUBNORMAL_EXP_BELOW).float().mean() > 0.3  # most of the vocabulary is in the slow range
+    assert torch.equal(sampler.token_entropy(logits), expected)

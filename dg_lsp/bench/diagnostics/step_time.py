@@ -1,0 +1,161 @@
+"""Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
+
+    python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--json OUT]
+
+Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
+sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps
+it ran; a decoder forward is the loop runner's `decode()` alone (self-conditioning on, as in every step after the
+first); an AR token is one step of the engine's autoregressive baseline (`runner.encode([token], cache)`, then
+`lm_logits` and argmax on the last hidden state), averaged over `--ar-tokens` tokens after the prompt.
+
+The buckets are canvas widths: 16 and 32 are a mid-line and a blank-line hole without a suffix head
+(completion/buckets.py), `full` the model's whole canvas (invoked completions, fills; with a suffix head of 16 a
+mid-line request is also 32 wide and a blank-line one full). The rounds interleave every measurement, so a noisy
+machine slows them alike; the table gives medians and each one's ratio to the AR token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+
+def _widths(text: str, full: int) -> list[int]:
+    return [full if w.strip() == "full" else int(w) for w in text.split(",") if w.strip()]
+
+
+def prompt_ids(engine, tokens: int) -> list[int]:
+    """`tokens` real tokens of Python (this package's engine source) after <bos>."""
+    text = (Path(__file__).parents[2] / "engine" / "engine.py").read_text(encoding="utf-8")
+    ids = engine.tokenize(text)[:max(1, tokens - 1)]
+    return ([engine.bos_id] if engine.bos_id is not None else []) + ids
+
+
+def measure(engine, widths: list[int], rounds: int, steps: int, temperature: float, prompt: list[int],
+            ar_tokens: int = 16) -> dict:
+    import torch
+
+    from dg_lsp.engine.speed import blank_canvas, decoder_forward, sync
+    from dg_lsp.engine.types import DenoiseParams
+
+    loop, runner = engine.loop, engine.runner
+    params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
+    forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
+    samples: dict[str, list[float]] = {"ar_token": []}
+    for w in widths:
+        samples[f"step_{w}"], samples[f"forward_{w}"] = [], []
+
+    def ar_token_ms() -> float:
+        cache, hidden = runner.encode(prompt)
+        token = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
+        sync(runner.device)
+        t0 = time.perf_counter()
+        for _ in range(ar_tokens):
+            cache, hidden = runner.encode([token], cache)
+            token = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
+        sync(runner.device)
+        return (time.perf_counter() - t0) * 1000.0 / ar_tokens
+
+    def step_ms(width: int) -> float:
+        canvas = blank_canvas(runner, prompt, width)
+        cache, _ = runner.encode(prompt)
+        generator = torch.Generator(device=runner.device).manual_seed(0)
+        sync(runner.device)
+        t0 = time.perf_counter()
+        out = loop.run(canvas, cache, params, generator)
+        sync(runner.device)
+        return (time.perf_counter() - t0) * 1000.0 / max(1, out.steps)
+
+    def forward_ms(width: int, reps: int = 3) -> float:
+        fn = forwards[width]
+        sync(runner.device)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync(runner.device)
+        return (time.perf_counter() - t0) * 1000.0 / reps
+
+    with torch.inference_mode():
+        ar_token_ms()
+        for w in widths:
+            step_ms(w)  # warm
+        for _ in range(rounds):
+            samples["ar_token"].append(ar_token_ms())
+            for w in widths:
+                samples[f"step_{w}"].append(step_ms(w))
+                samples[f"forward_{w}"].append(forward_ms(w))
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    return {"median_ms": medians, "samples_ms": samples, "widths": widths, "rounds": rounds, "steps": steps,
+            "temperature": temperature, "prompt_tokens": len(prompt), "ar_tokens": ar_tokens}
+
+
+def table(result: dict) -> str:
+    m = result["median_ms"]
+    ar = m["ar_token"]
+    lines = ["| what | ms (median) | x AR token |", "|---|---|---|",
+             f"| AR token (encoder step + head) | {ar:.1f} | 1.00 |"]
+    for w in result["widths"]:
+        lines.append(f"| loop step, canvas {w} | {m[f'step_{w}']:.1f} | {m[f'step_{w}'] / ar:.2f} |")
+        lines.append(f"| decoder forward alone, canvas {w} | {m[f'forward_{w}']:.1f} | {m[f'forward_{w}'] / ar:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.step_time", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None, help="model directory (default: the embedded default model)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--widths", default="16,32,full", help="canvas widths, comma-separated; 'full' = the model's")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=8, help="denoising steps per timed loop run (no early stop)")
+    ap.add_argument("--temperature", type=float, default=0.2, help="0 = greedy")
+    ap.add_argument("--prompt-tokens", type=int, default=200)
+    ap.add_argument("--ar-tokens", type=int, default=16)
+    ap.add_argument("--fast", choices=("off", "on", "compile"), default="off",
+                    help="the loop's runner: eager ModelRunner, fixed-shape StaticRunner, or StaticRunner compiled")
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(max(1, args.threads))
+    from dg_lsp.engine import Engine
+    from dg_lsp.engine.fast import denoise_runner
+
+    engine = Engine.load(args.model, args.device, args.dtype)
+    try:
+        compile_s = None
+        if args.fast != "off":
+            runner = denoise_runner(engine.runner, "on", compile=args.fast == "compile",
+                                    compile_mode="max-autotune-no-cudagraphs" if args.fast == "compile" else
+                                    "reduce-overhead")
+            engine.loop.runner = runner
+            if args.fast == "compile":
+                widths = _widths(args.widths, engine.canvas_length)
+                t0 = time.perf_counter()
+                runner.warm([(1, w) for w in widths], prompt_length=args.prompt_tokens)
+                compile_s = time.perf_counter() - t0
+        widths = _widths(args.widths, engine.canvas_length)
+        result = measure(engine, widths, args.rounds, args.steps, args.temperature,
+                         prompt_ids(engine, args.prompt_tokens), args.ar_tokens)
+        result.update(fast=args.fast, compile_s=compile_s, model=engine.loaded.path, torch=torch.__version__,
+                      threads=torch.get_num_threads())
+    finally:
+        engine.close()
+    print(table(result))
+    print(f"\n{result['rounds']} interleaved rounds; loop runs of {result['steps']} steps at temperature "
+          f"{result['temperature']}, prompt {result['prompt_tokens']} tokens, fast={result['fast']}, "
+          f"{result['threads']} thread(s)" + (f"; compile + warm-up {compile_s:.1f} s" if compile_s else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
