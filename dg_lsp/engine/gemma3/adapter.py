@@ -220,6 +220,23 @@ def decoder_hidden(model: nn.Module, adapter: Adapter, ids: torch.LongTensor, po
     return out.last_hidden_state
 
 
+def base_causal_hidden(model: nn.Module, ids: torch.LongTensor, positions: torch.LongTensor, cache: ReadOnlyCache,
+                       masks: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The base model (adapters off) over a clean canvas, causal within it, on the same cache view and visibility as
+    a decoder pass: row j is the pretrained next-token prediction after the canvas's first j + 1 tokens (the
+    trainer's AR teacher). Returns final-norm hidden states [B, L, H]."""
+    length = ids.shape[1]
+    causal = torch.ones(length, length, dtype=torch.bool, device=ids.device).tril()
+    causal_masks = {}
+    for kind, m in masks.items():
+        m = m.clone()
+        m[..., m.shape[-1] - length:] &= causal
+        causal_masks[kind] = m
+    out = text_model(model)(input_ids=ids, position_ids=positions, past_key_values=cache, attention_mask=causal_masks,
+                            use_cache=False)
+    return out.last_hidden_state
+
+
 def encoder_pass(model: nn.Module, ids: torch.LongTensor, cache, positions: torch.LongTensor | None = None):
     """The base model, causal, adapters off: writes the prompt's KV into `cache` (a transformers Cache)."""
     text = text_model(model)

@@ -35,6 +35,8 @@ class CanvasBatch:
     noise: torch.Tensor  # [S] the noise level of each scored row's canvas
     kinds: list[str]  # [S]
     slot: torch.LongTensor  # [S] 1-based slot index of each target
+    clean_ids: torch.LongTensor | None = None  # [M, W] the canvases un-noised (the AR teacher's input)
+    frontier: torch.BoolTensor | None = None  # [S] the canvas's first masked slot: everything left of it is clean
 
 
 def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
@@ -76,15 +78,18 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
             inp[j - 1] = mask_id
             masked.append(j)
         ids = [h.prompt_ids[-1]] + inp + h.head_ids
-        rows_spec.append((h, t, ids, slots, masked))
+        clean = [h.prompt_ids[-1]] + slots + h.head_ids
+        rows_spec.append((h, t, ids, slots, masked, clean))
     width = max(len(r[2]) for r in rows_spec)
     ids = torch.full((m, width), pad_id, dtype=torch.long)
+    clean_ids = torch.full((m, width), pad_id, dtype=torch.long)
     positions = torch.zeros((m, width), dtype=torch.long)
     mask = torch.zeros((m, 1, width, n_cached + width), dtype=torch.bool)
-    flat_rows, targets, noise, kinds, slot_idx = [], [], [], [], []
-    for i, (h, t, row_ids, slots, masked) in enumerate(rows_spec):
+    flat_rows, targets, noise, kinds, slot_idx, frontier = [], [], [], [], [], []
+    for i, (h, t, row_ids, slots, masked, clean) in enumerate(rows_spec):
         w = len(row_ids)
         ids[i, :w] = torch.tensor(row_ids)
+        clean_ids[i, :w] = torch.tensor(clean)
         start = len(h.prompt_ids) - 1  # the lead's position
         positions[i] = torch.arange(start, start + width)
         mask[i, 0, :, :start] = True  # cached keys before the lead
@@ -95,6 +100,7 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
             noise.append(t)
             kinds.append(h.kind)
             slot_idx.append(j)
+            frontier.append(j == masked[0])
     tgt = vocab_rows(torch.tensor(targets, dtype=torch.long))
     return CanvasBatch(ids, positions, {k: mask for k in layer_kinds}, torch.tensor(flat_rows), tgt,
-                       torch.tensor(noise), kinds, torch.tensor(slot_idx))
+                       torch.tensor(noise), kinds, torch.tensor(slot_idx), clean_ids, torch.tensor(frontier))

@@ -37,6 +37,9 @@ class Options:
     gate_lr: float = 0.02  # its own rate: Adam moves a parameter about lr per step, and the gate must travel ~6
     no_gate: bool = False  # fully bidirectional from the start (the first session's adapter)
     ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
+    # weight of KL(base || decoder) on each canvas's first masked slot, whose left context is clean: there the base
+    # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
+    ar_distill: float = 0.0
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -140,10 +143,28 @@ class Run:
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
         logits = (flat @ head.t()).float()
         loss = F.cross_entropy(logits, batch.targets, reduction="none")
-        info = {"n": len(batch.targets), "holes": len(holes),
+        info = {"n": len(batch.targets), "holes": len(holes), "ce": loss.mean().item(),
                 "hi": loss[batch.noise > 0.8].detach().mean().item() if bool((batch.noise > 0.8).any()) else None,
                 "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
-        return loss.mean(), info
+        total = loss.mean()
+        if self.opts.ar_distill > 0:
+            kl, base_ce, front_ce = self.ar_teacher(batch, ro, head, logits, loss)
+            total = total + self.opts.ar_distill * kl
+            info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
+        return total, info
+
+    def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float]:
+        """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier), and the cross-entropy there of
+        the base model and of the decoder (the AR skill kept, in nats per token)."""
+        rows = batch.rows[batch.frontier]
+        with torch.no_grad():
+            teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
+            t_logits = (teacher.reshape(-1, teacher.shape[-1]).index_select(0, rows) @ head.t()).float()
+            t_logp = F.log_softmax(t_logits, dim=-1)
+        s_logp = F.log_softmax(logits[batch.frontier], dim=-1)
+        kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
+        base_ce = F.nll_loss(t_logp, batch.targets[batch.frontier]).item()
+        return kl, base_ce, loss[batch.frontier].detach().mean().item()
 
     def lr_at(self, step: int, base: float | None = None) -> float:
         return (self.opts.lr if base is None else base) * min(1.0, (step + 1) / max(1, self.opts.warmup))
@@ -157,12 +178,16 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1 = 0.0, 0, 0, [], []
+        teach = {"kl": [], "front_base": [], "front": []}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
             if loss is None:
                 continue
             (loss / self.opts.chunks_per_step).backward()
-            total += loss.item() * info["n"]
+            for k, vals in teach.items():
+                if k in info:
+                    vals.append(info[k])
+            total += info["ce"] * info["n"]
             n += info["n"]
             holes += info["holes"]
             if info["hi"] is not None:
@@ -176,7 +201,8 @@ class Run:
         self.state["holes"] += holes
         self.state["scored_tokens"] += n
         self.state["cpu_seconds"] += time.process_time() - t0
-        return {"loss": total / max(1, n), "hi_noise_loss": sum(his) / max(1, len(his)),
+        teacher = {k: sum(v) / len(v) for k, v in teach.items() if v}
+        return {**teacher, "loss": total / max(1, n), "hi_noise_loss": sum(his) / max(1, len(his)),
                 "slot1_loss": sum(s1) / max(1, len(s1)), "holes": holes}
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -206,6 +232,7 @@ class Run:
             self.state["evals"].append(evaluate(self))
             log.info("eval %s", self.state["evals"][-1])
         acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+        teach: dict[str, list[float]] = {}
         t_log = time.monotonic()
         while True:
             if self.opts.minutes and time.monotonic() - start > self.opts.minutes * 60:
@@ -215,12 +242,19 @@ class Run:
             acc["hi"] += info["hi_noise_loss"]
             acc["s1"] += info["slot1_loss"]
             acc["n"] += 1
+            for k in ("kl", "front_base", "front"):
+                if k in info:
+                    teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
                 dt = time.monotonic() - t_log
                 log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f | %.2f s/step, holes %d, %.2f CPU-h | gate %s",
                          self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"], acc["s1"] / acc["n"],
                          dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate())
+                if teach:  # the AR teacher: decoder vs base cross-entropy on frontier rows, and their KL
+                    log.info("  frontier CE %.3f (base %.3f), KL %.3f", *(sum(teach[k]) / len(teach[k])
+                                                                        for k in ("front", "front_base", "kl")))
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+                teach = {}
                 t_log = time.monotonic()
             now = time.monotonic()
             if now - last_ckpt > self.opts.ckpt_minutes * 60:
