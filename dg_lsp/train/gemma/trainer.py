@@ -148,23 +148,30 @@ class Run:
                 "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
         total = loss.mean()
         if self.opts.ar_distill > 0:
-            kl, base_ce, front_ce = self.ar_teacher(batch, ro, head, logits, loss)
-            total = total + self.opts.ar_distill * kl
-            info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
+            taught = self.ar_teacher(batch, ro, head, logits, loss)
+            if taught is not None:
+                kl, base_ce, front_ce = taught
+                total = total + self.opts.ar_distill * kl
+                info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
         return total, info
 
-    def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float]:
-        """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier), and the cross-entropy there of
+    def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
+        """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
+        end (the first pad: the base model never learnt that token, the decoder must), and the cross-entropy there of
         the base model and of the decoder (the AR skill kept, in nats per token)."""
-        rows = batch.rows[batch.frontier]
+        pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])
+        front = batch.frontier & (batch.targets != pad_row)
+        if not bool(front.any()):
+            return None
+        rows = batch.rows[front]
         with torch.no_grad():
             teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
             t_logits = (teacher.reshape(-1, teacher.shape[-1]).index_select(0, rows) @ head.t()).float()
             t_logp = F.log_softmax(t_logits, dim=-1)
-        s_logp = F.log_softmax(logits[batch.frontier], dim=-1)
+        s_logp = F.log_softmax(logits[front], dim=-1)
         kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
-        base_ce = F.nll_loss(t_logp, batch.targets[batch.frontier]).item()
-        return kl, base_ce, loss[batch.frontier].detach().mean().item()
+        base_ce = F.nll_loss(t_logp, batch.targets[front]).item()
+        return kl, base_ce, loss[front].detach().mean().item()
 
     def lr_at(self, step: int, base: float | None = None) -> float:
         return (self.opts.lr if base is None else base) * min(1.0, (step + 1) / max(1, self.opts.warmup))

@@ -76,3 +76,24 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     assert info["kl"] > 1e-3, info
     out = run.step()
     assert math.isfinite(out["loss"]) and math.isfinite(out["kl"])
+    # the hole's end (the first pad) is left to the decoder: canvases whose only target is it get no KL row
+    import random
+
+    from transformers import DynamicCache
+
+    from dg_lsp.engine.gemma3 import adapter as A
+    from dg_lsp.train.gemma import objective
+    from dg_lsp.train.gemma.data import Hole
+
+    ids, holes = run.maker.holes(4)
+    empty = [Hole("empty", h.prompt_ids, [], h.head_ids, "") for h in holes]
+    assert empty
+    batch = objective.build(empty, len(ids), run.layer_kinds, run.mask_id, run.pad_id, run.vocab.to_rows,
+                            random.Random(0))
+    assert bool(batch.frontier.all())  # one scored slot per canvas, the pad, and it is the frontier
+    with torch.no_grad():
+        cache = DynamicCache(config=run.cfg)
+        A.encoder_pass(run.model, torch.tensor([ids]), cache)
+    ro = A.ReadOnlyCache.of(cache, batch=len(empty))
+    dummy = torch.zeros(len(batch.targets), len(run.vocab))
+    assert run.ar_teacher(batch, ro, None, dummy, dummy[:, 0]) is None
