@@ -45,7 +45,7 @@ def spec(state: dict, head_tokens: int) -> dict:
     return {
         "architecture": ARCHITECTURE,
         "noise_kind": "mask", "mask_token_id": 4, "pad_fill": True, "suffix_head_tokens": head_tokens,
-        "add_bos": True, "max_prompt_tokens": 768, "ar_shift": True,
+        "add_bos": True, "max_prompt_tokens": 768, "ar_shift": True, "unmask_order": "left_to_right",
         "base": BASE,
         "adapter": {"rank": state.get("rank", opts.get("rank")), "alpha": state.get("alpha", opts.get("alpha")),
                     "targets": list(A.TARGETS), "hole_slots": 32},
@@ -80,6 +80,8 @@ See `NOTICE`.
 - Canvas: `[prompt's last token][hole: 32 slots, pad-filled][suffix head: {opts.get('head_tokens', 8)} tokens]`;
   row j predicts position j+1 (`ar_shift`); absorbing `<mask>` noise (Gemma's own id 4).
   Trained on holes of 8, 16 and 32 slots; after the first pad a hole holds only pads.
+- Decoding: `unmask_order: left_to_right`, each step accepts the leftmost open slots (at least one, more while
+  the entropy bound allows), so the hole grows as a clean prefix, as the nearly causal decoder reads it.
 - Output vocabulary: {len(vocab['ids'])} of 262,144 ids (the most frequent on the training corpus plus the 256
   byte tokens and pad/eos/bos), covering {100 * vocab.get('train_coverage', 0):.2f}% of training tokens; hole
   targets outside it are spelled in byte tokens.
