@@ -76,7 +76,7 @@ for Python code infill by `python -m dg_lsp.train` (package `dg_lsp.train`).
 - training data licence: Python Software Foundation License (the CPython standard library).
   The weights are distributed with dg-lsp.
 
-## Recipe (DESIGN.md sections 3 and 6)
+## Recipe (the canvas: docs/ARCHITECTURE.md, section 3)
 - windows of {opts.canvas_length * opts.n_canvases} tokens (`<bos>` + file tokens), encoded clean by the encoder
   (next-token cross-entropy, weight 1.0: the same weights run autoregressively);
   {opts.n_canvases} canvases of {opts.canvas_length} tokens per window, decoded in one pass under a 4D mask

@@ -2,7 +2,7 @@
 
 The encoder runs once over the clean window and fills a `DynamicCache`; the decoder then
 denoises all canvases of a row at once under a 4D mask in which canvas j sees the cached
-clean keys `[0, s_j)` and its own canvas keys only (DESIGN.md section 6).
+clean keys `[0, s_j)` and its own canvas keys only (docs/ARCHITECTURE.md, section 3).
 """
 
 from __future__ import annotations
