@@ -64,6 +64,19 @@ class DenoiseLoop:
         noise = self._noise(tuple(fixed.shape), generator)
         return processed, torch.where(accept, accepted, noise), new_argmax, entropy
 
+    def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
+             entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams) -> torch.BoolTensor:
+        """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
+        in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
+        this step: each slot passed the entropy bound when it was taken, with clean slots on its left."""
+        previous = history[-1] if history else None
+        done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
+                                            params.confidence_threshold)
+        if self.left_to_right and previous is not None:
+            full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
+            done = done | (full & (previous == new_argmax).all(dim=-1))
+        return done
+
     @torch.inference_mode()
     def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
             cancel: threading.Event | None = None, deadline: float | None = None,
@@ -109,8 +122,7 @@ class DenoiseLoop:
                 new_current = torch.where(finished[:, None], current, new_current)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = sampler.token_entropy(processed, params.reference_sampling)
-            finished |= sampler.stable_and_confident(history, new_argmax, entropy, hole,
-                                                     params.stability_threshold, params.confidence_threshold)
+            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params)
             current, argmax = new_current, new_argmax
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):

@@ -296,3 +296,46 @@ def test_an_unknown_unmask_order_is_refused():
         InfillSpec(unmask_order="random")
     with pytest.raises(ValueError, match="needs noise_kind 'mask'"):
         InfillSpec(unmask_order="left_to_right")  # uniform noise: accepted and open positions look alike
+
+
+def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_dir, tmp_path, monkeypatch):
+    """A model sure enough to be accepted but never below the confidence threshold (about 0.33 nats per slot at
+    the greedy acceptance temperature): left to right it takes one slot a step and stops at the step that fills
+    the hole, its argmax unchanged from the step before; the same model in the default order never passes the
+    confidence test and runs every step."""
+    import json
+    import math
+    import shutil
+
+    from dg_lsp.engine import sampler
+
+    ltr_dir = tmp_path / "ltr"
+    shutil.copytree(tiny_mask_model_dir, ltr_dir)
+    spec = json.loads((ltr_dir / "dg_lsp.json").read_text())
+    (ltr_dir / "dg_lsp.json").write_text(json.dumps({**spec, "unmask_order": "left_to_right"}))
+    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE  # p = 0.9 / 0.1 between two tokens once tempered
+    steps = {}
+    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_dir)):
+        engine = Engine.load(str(path), device="cpu")
+        runner = engine.loop.runner
+        real = runner.decode
+
+        def unsure(canvas, *args, real=real, **kwargs):
+            logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
+            length = logits.shape[1]
+            logits[:, torch.arange(length), 40 + torch.arange(length)] = gap
+            logits[:, torch.arange(length), 41 + torch.arange(length)] = 0.0
+            return logits
+
+        monkeypatch.setattr(runner, "decode", unsure)
+        try:
+            seen = Capture(engine, monkeypatch)
+            res = engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(temperature=0,
+                                                                                             max_steps=60)))
+            (canvas, _), = seen.runs
+            steps[name] = (res.steps, int(canvas.hole_mask[0].sum()))
+        finally:
+            engine.close()
+    taken, width = steps["left_to_right"]
+    assert taken == width, steps
+    assert steps["entropy"][0] == 60, steps
