@@ -28,7 +28,10 @@ def test_every_cited_markdown_document_is_in_the_repository():
     files = _tracked()
     names = {os.path.basename(f) for f in files}
     missing = []
+    this = Path(__file__).resolve().relative_to(ROOT).as_posix()  # it names missing documents on purpose
     for f in files:
+        if f == this:
+            continue
         if not f.endswith(SUFFIXES) and not f.startswith(".ci/"):
             continue
         try:
