@@ -61,7 +61,8 @@ def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: li
                  f"bidirectional).")
     pk = "\n".join(f"| `{name}` ({dist}) | {lic} |" for name, dist, lic in data.TRAIN_PACKAGES)
     ho = ", ".join(f"`{n}` ({lic})" for n, _d, lic in data.HELD_OUT_PACKAGES)
-    evals = "\n".join(f"| {e['step']} | {e['cpu_hours']:.2f} | {100 * e['he_em']:.0f}% | {e['he_mean_steps']:.1f} | "
+    evals = "\n".join(f"| {e['step']} | {e['cpu_hours']:.2f} | {e.get('order', 'entropy')} | {100 * e['he_em']:.0f}% | "
+                      f"{e['he_mean_steps']:.1f} | "
                       f"{e['heldout_loss']:.3f} |" for e in state.get("evals", []))
     return f"""# dg-lsp embedded model: google/gemma-3-270m adapted to block-diffusion infill
 
@@ -87,7 +88,7 @@ See `NOTICE`.
   targets outside it are spelled in byte tokens.
 - Training: {state.get('step', 0)} steps, {state.get('holes', 0)} holes, {state.get('scored_tokens', 0)} scored
   tokens, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours, `python -m dg_lsp.train.gemma` with
-  {json.dumps({k: opts.get(k) for k in ('lr', 'rank', 'alpha', 'holes_per_chunk', 'chunk_tokens', 'dtype')})}.
+  {json.dumps({k: opts.get(k) for k in ('lr', 'rank', 'alpha', 'holes_per_chunk', 'chunk_tokens', 'dtype', 'ltr_noise', 'ar_distill')})}.
 
 ## Training data (permissive licences only)
 The Python standard library (PSF-2.0), without its test folders and without {', '.join(data.HELD_OUT_STDLIB)}
@@ -104,8 +105,8 @@ packages above.
 ## In-training evaluation (greedy, 20 seeded HumanEval single-line problems, exact match; held-out loss
 is the first denoising step's cross-entropy on held-out holes)
 
-| step | CPU-hours | HumanEval EM | mean steps | held-out loss |
-|---|---|---|---|---|
+| step | CPU-hours | order (8 steps max) | HumanEval EM | mean steps | held-out loss |
+|---|---|---|---|---|---|
 {evals}
 
 The benchmark figures (what the editor receives) are in `docs/results/`.
@@ -127,7 +128,11 @@ def export_dir(run_dir: Path, out: Path) -> Path:
     (out / "dg_lsp.json").write_text(json.dumps(spec(state, head), indent=2) + "\n")
     (out / "NOTICE").write_text(NOTICE)
     gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
-    (out / "MODEL.md").write_text(model_card(state, vocab, n_params, size_mb, gate))
+    card = model_card(state, vocab, n_params, size_mb, gate)
+    notes = run_dir / "card_notes.md"  # the run's history in words (e.g. options changed on a resume)
+    if notes.is_file():
+        card += "\n" + notes.read_text(encoding="utf-8")
+    (out / "MODEL.md").write_text(card)
     slim = {k: v for k, v in state.items() if k != "options"} | {"options": state.get("options", {})}
     (out / "train_state.json").write_text(json.dumps(slim, indent=1) + "\n")
     return out
