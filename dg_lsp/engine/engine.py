@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 
-from . import batch, healing
+from . import batch, healing, speed
 from .autoregressive import run_autoregressive
 from .canvas import InfillCanvas
 from .denoise import DenoiseLoop
@@ -177,8 +177,6 @@ class Engine:
         """A function of no arguments that runs one decoder forward of the loop's runner over a canvas of
         `canvas_width` after the encoded prompt (self-conditioning on), to time. It has run 3 times already, so a
         compiled runner has compiled and captured its graph."""
-        from . import speed
-
         return speed.decoder_forward(self.loop.runner, prompt_ids, canvas_width)
 
     def fixed_step_fill(self, prompt_ids: list[int], steps: int, canvas_width: int | None = None,
@@ -186,8 +184,6 @@ class Engine:
         """Encode the token ids, then denoise a pad-fill canvas of `canvas_width` (default: the model's) with no
         suffix for exactly `steps` steps, no early stop, on the loop's runner. Returns {"prefill_ms",
         "denoise_ms", "steps"}, device-synchronised."""
-        from . import speed
-
         return speed.fixed_step_fill(self.loop, prompt_ids, steps, canvas_width or self.canvas_length, temperature,
                                      seed)
 
@@ -196,6 +192,4 @@ class Engine:
         """`max_new_tokens` greedy tokens after the token ids through the encoder (the AR baseline's path, eager on
         a DynamicCache; or `fixed_shape`: `FixedAutoregressor`, compiled if asked, timed after a short untimed
         run). Returns {"prefill_ms", "decode_ms"}, device-synchronised."""
-        from . import speed
-
         return speed.greedy(self.runner, prompt_ids, max_new_tokens, fixed_shape, compile, compile_mode)

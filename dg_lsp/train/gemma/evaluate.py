@@ -118,7 +118,8 @@ def evaluate(run, n_humaneval: int | None = None) -> dict:
         text, s = greedy_infill(run, task.prefix, task.suffix, order=run.opts.eval_order)
         em += int(text.strip() == task.middle.strip())
         steps += s
-    out = {"step": run.state["step"], "order": run.opts.eval_order, "he_em": em / len(tasks), "he_mean_steps": steps / len(tasks),
+    out = {"step": run.state["step"], "order": run.opts.eval_order, "he_em": em / len(tasks),
+           "he_mean_steps": steps / len(tasks),
            "heldout_loss": heldout_loss(run), "eval_s": time.monotonic() - t0,
            "cpu_hours": run.state["cpu_seconds"] / 3600}
     return out

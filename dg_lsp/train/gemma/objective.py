@@ -9,8 +9,8 @@ Canvas row j predicts slot j+1 (the autoregressive shift, as Dream and DiffuLLaM
 starts out as the base model's next-token prediction. Slots are replaced by `<mask>` with probability t,
 t stratified over the batch and biased towards high noise. With `ltr` > 0, that share of the canvases is noised
 the way left-to-right decoding (InfillSpec.unmask_order) meets them: the first slots clean, every slot from a cut
-on masked, the cut placed so that a share t of the scored slots is masked. The loss is cross-entropy over masked slots up to
-and including the first pad (after it the engine forces pads), on the restricted output vocabulary.
+on masked, the cut placed so that a share t of the scored slots is masked. The loss is cross-entropy over masked
+slots up to and including the first pad (after it the engine forces pads), on the restricted output vocabulary.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class CanvasBatch:
     noise: torch.Tensor  # [S] the noise level of each scored row's canvas
     kinds: list[str]  # [S]
     slot: torch.LongTensor  # [S] 1-based slot index of each target
-    clean_ids: torch.LongTensor | None = None  # [M, W] the canvases un-noised (the AR teacher's input)
-    frontier: torch.BoolTensor | None = None  # [S] the canvas's first masked slot: everything left of it is clean
+    clean_ids: torch.LongTensor  # [M, W] the canvases un-noised (the AR teacher's input)
+    frontier: torch.BoolTensor  # [S] the canvas's first masked slot: everything left of it is clean
 
 
 def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:

@@ -18,6 +18,7 @@ from ...engine.gemma3.vocab import OutputVocab, byte_token_ids, choose
 from . import data, objective
 
 log = logging.getLogger(__name__)
+TEACHER_STATS = ("front", "front_base", "kl")  # the AR teacher's figures (Run.ar_teacher), in the log line's order
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Run:
         self.train_files = data.collect("train")
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
+        self.pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])  # the pad's output row
         self._byte = {b: tid for b, tid in enumerate(byte_token_ids(self.tok))}
         self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
                                     seed=opts.seed)
@@ -159,8 +161,7 @@ class Run:
         """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
         end (the first pad: the base model never learnt that token, the decoder must), and the cross-entropy there of
         the base model and of the decoder (the AR skill kept, in nats per token)."""
-        pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])
-        front = batch.frontier & (batch.targets != pad_row)
+        front = batch.frontier & (batch.targets != self.pad_row)
         if not bool(front.any()):
             return None
         rows = batch.rows[front]
@@ -185,7 +186,7 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1 = 0.0, 0, 0, [], []
-        teach = {"kl": [], "front_base": [], "front": []}
+        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
             if loss is None:
@@ -249,7 +250,7 @@ class Run:
             acc["hi"] += info["hi_noise_loss"]
             acc["s1"] += info["slot1_loss"]
             acc["n"] += 1
-            for k in ("kl", "front_base", "front"):
+            for k in TEACHER_STATS:
                 if k in info:
                     teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
@@ -258,8 +259,8 @@ class Run:
                          self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"], acc["s1"] / acc["n"],
                          dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate())
                 if teach:  # the AR teacher: decoder vs base cross-entropy on frontier rows, and their KL
-                    log.info("  frontier CE %.3f (base %.3f), KL %.3f", *(sum(teach[k]) / len(teach[k])
-                                                                        for k in ("front", "front_base", "kl")))
+                    log.info("  frontier CE %.3f (base %.3f), KL %.3f",
+                             *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
                 teach = {}
                 t_log = time.monotonic()
