@@ -255,11 +255,9 @@ def _open_runs_are_a_suffix(canvas, forwards, mask_id) -> list[bool]:
     return out
 
 
-def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_dir, tmp_path, monkeypatch):
-    """`unmask_order: left_to_right` in dg_lsp.json reaches the loop through `Engine.load`: every forward sees the
-    hole as accepted tokens followed by [MASK]s, and each forward after the first sees one accepted position more
-    than the one before it, at least, until the hole is full. The same request on the same model in the default (entropy) order does accept
-    positions out of order, so the check tells the two apart."""
+@pytest.fixture
+def ltr_model_dir(tiny_mask_model_dir, tmp_path):
+    """The tiny mask-noise model with `unmask_order: left_to_right` in its dg_lsp.json."""
     import json
     import shutil
 
@@ -267,10 +265,18 @@ def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_
     shutil.copytree(tiny_mask_model_dir, ltr_dir)
     spec = json.loads((ltr_dir / "dg_lsp.json").read_text())
     (ltr_dir / "dg_lsp.json").write_text(json.dumps({**spec, "unmask_order": "left_to_right"}))
+    return ltr_dir
+
+
+def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_dir, ltr_model_dir, monkeypatch):
+    """`unmask_order: left_to_right` in dg_lsp.json reaches the loop through `Engine.load`: every forward sees the
+    hole as accepted tokens followed by [MASK]s, and each forward after the first sees one accepted position more
+    than the one before it, at least, until the hole is full. The same request on the same model in the default (entropy) order does accept
+    positions out of order, so the check tells the two apart."""
     request = dict(prefix="def f(x):\n    return ", suffix="\n",
                    params=DenoiseParams(max_steps=8, temperature=0.8, entropy_bound=2.0))
     patterns = {}
-    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_dir)):
+    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
         engine = Engine.load(str(path), device="cpu")
         try:
             seen = Capture(engine, monkeypatch)
@@ -298,24 +304,18 @@ def test_an_unknown_unmask_order_is_refused():
         InfillSpec(unmask_order="left_to_right")  # uniform noise: accepted and open positions look alike
 
 
-def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_dir, tmp_path, monkeypatch):
+def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_dir, ltr_model_dir, monkeypatch):
     """A model sure enough to be accepted but never below the confidence threshold (about 0.33 nats per slot at
     the greedy acceptance temperature): left to right it takes one slot a step and stops at the step that fills
     the hole, its argmax unchanged from the step before; the same model in the default order never passes the
     confidence test and runs every step."""
-    import json
     import math
-    import shutil
 
     from dg_lsp.engine import sampler
 
-    ltr_dir = tmp_path / "ltr"
-    shutil.copytree(tiny_mask_model_dir, ltr_dir)
-    spec = json.loads((ltr_dir / "dg_lsp.json").read_text())
-    (ltr_dir / "dg_lsp.json").write_text(json.dumps({**spec, "unmask_order": "left_to_right"}))
     gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE  # p = 0.9 / 0.1 between two tokens once tempered
     steps = {}
-    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_dir)):
+    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
         engine = Engine.load(str(path), device="cpu")
         runner = engine.loop.runner
         real = runner.decode
