@@ -29,8 +29,13 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     t2 = time.perf_counter()
     out: list[int] = []
     text = ""
-    for _ in range(max_new_tokens + len(life.tokenize(tail))):
-        nxt = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
+    # a line break's tail is written as tokens of its own; a healed space goes inside the first token
+    for _ in range(max_new_tokens + (0 if healing.constrained(tail) else len(life.tokenize(tail)))):
+        logits = runner.lm_logits(hidden[:, -1:])
+        if healing.constrained(tail) and not out:  # the first token starts with the healed space, as in infill
+            first = life.tokens_starting_with(tail, range(logits.shape[-1]))
+            logits = logits.masked_fill(~first.to(logits.device), float("-inf"))
+        nxt = int(logits.argmax(dim=-1))
         if nxt == life.eos_id or nxt == life.pad_id:
             break
         out.append(nxt)

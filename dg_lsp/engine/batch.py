@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import sampler
-from .denoise import DenoiseOutcome
+from .denoise import DenoiseOutcome, constrain
 from .lifecycle import InfillLifecycle, StartedInfill, ms
 from .types import DenoiseParams, InfillRequest
 from .worker import BatchContext, Job
@@ -100,6 +100,7 @@ class _Row:
     sc_logits: torch.Tensor | None = None
     raw: torch.Tensor | None = None
     max_rows: int = 1  # the most rows a forward of this row had
+    biases: list = field(default_factory=list)  # DenoiseLoop.biases of its canvas
 
     @property
     def canvas(self):  # one row
@@ -132,7 +133,8 @@ class BatchRun:
         fixed = started.canvas.canvas_ids.to(self.runner.device)
         pinned = started.canvas.pinned.to(self.runner.device)
         start = self.loop._noise(tuple(fixed.shape), started.generator)
-        return _Row(job, started, pinned, fixed, torch.where(pinned, fixed, start), self.params.max_steps)
+        return _Row(job, started, pinned, fixed, torch.where(pinned, fixed, start), self.params.max_steps,
+                    biases=self.loop.biases(started.canvas))
 
     def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
         canvas = row.argmax if row.argmax is not None else row.current
@@ -201,7 +203,7 @@ class BatchRun:
             raw = self.runner.decode(torch.cat([r.current for r in rows]), merged, positions, sc, mask, sc_mask)
             done = []
             for i, row in enumerate(rows):
-                row_raw = raw[i:i + 1]
+                row_raw = constrain(raw[i:i + 1], row.canvas, row.biases)
                 temp = sampler.step_temperature(greedy, row.remaining, p.max_steps, t_max, t_min)
                 processed, row.current, row.argmax, entropy = self.loop.update(
                     row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)

@@ -29,6 +29,8 @@ class InfillCanvas:
     token_bias: dict[int, torch.Tensor] = field(default_factory=dict)
     # pinned tokens before the hole (a shifted model's lead: the prompt's last token); hole k starts at `lead`
     lead: int = 0
+    # [V] logit columns the hole's first slot may take (token healing of a trailing space); None: any
+    first_columns: torch.BoolTensor | None = None
 
     @property
     def batch_size(self) -> int:

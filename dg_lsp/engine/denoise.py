@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from . import sampler
-from .canvas import InfillCanvas
+from .canvas import BANNED, InfillCanvas
 from .runner import ModelRunner
 from .types import DenoiseParams
 
@@ -29,6 +29,20 @@ class DenoiseOutcome:
     forwards_per_row: torch.Tensor  # [B] decoder forwards each row needed before it stopped
     cancelled: bool
     deadline_hit: bool
+
+
+def constrain(raw: torch.Tensor, canvas: InfillCanvas, biases: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
+    """A step's raw logits [B, L, V] with the canvas's token biases added and its first hole slot kept to
+    `canvas.first_columns` (every other column BANNED there). Returns `raw` itself when neither applies."""
+    if not biases and canvas.first_columns is None:
+        return raw
+    raw = raw.clone()
+    for col, bias in biases:
+        raw[..., col] += bias.to(raw.dtype)
+    if canvas.first_columns is not None:
+        allowed = canvas.first_columns.to(raw.device)
+        raw[:, canvas.lead, :] = raw[:, canvas.lead, :].masked_fill(~allowed, BANNED)
+    return raw
 
 
 class DenoiseLoop:
@@ -77,6 +91,11 @@ class DenoiseLoop:
             done = done | (full & (previous == new_argmax).all(dim=-1))
         return done
 
+    def biases(self, canvas: InfillCanvas) -> list[tuple[int, torch.Tensor]]:
+        """The canvas's token biases as (logit column, [B, L] bias on the device); tokens the head lacks dropped."""
+        biases = [(self.runner.column_of(tid), bias.to(self.runner.device)) for tid, bias in canvas.token_bias.items()]
+        return [(col, bias) for col, bias in biases if col is not None]
+
     @torch.inference_mode()
     def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
             cancel: threading.Event | None = None, deadline: float | None = None,
@@ -97,8 +116,7 @@ class DenoiseLoop:
         finished = torch.zeros(fixed.shape[0], dtype=torch.bool, device=dev)
         forwards = torch.zeros(fixed.shape[0], dtype=torch.int, device=dev)
         history: list[torch.LongTensor] = []
-        biases = [(self.runner.column_of(tid), bias.to(dev)) for tid, bias in canvas.token_bias.items()]
-        biases = [(col, bias) for col, bias in biases if col is not None]
+        biases = self.biases(canvas)
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
             if cancel is not None and cancel.is_set():
@@ -108,11 +126,7 @@ class DenoiseLoop:
                 deadline_hit = True
                 break
             forwards += (~finished).int()
-            raw = self.runner.decode(current, cache, positions, sc_logits, mask)
-            if biases:
-                raw = raw.clone()
-                for tid, bias in biases:
-                    raw[..., tid] += bias.to(raw.dtype)
+            raw = constrain(self.runner.decode(current, cache, positions, sc_logits, mask), canvas, biases)
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_max, t_min)
             processed, new_current, new_argmax, entropy = self.update(raw / temp, current, pinned, fixed, params,

@@ -5,6 +5,12 @@ The byte-level BPE merges a newline with the next line's indentation ("\\n   " +
 prompt that stops right after "\\n" ends in a token split the model never saw in training (the
 HumanEval single-line holes all start at column 0). So the prompt stops before that tail, the model
 writes it as part of the hole, and the answer is what follows it.
+
+BPE also writes a word's leading space inside the word's token (" b"), so a prompt that stops right after
+"return " ends in a lone space token the model rarely saw (the README demo: `1` after the space, ` a + b`
+before it). One space after a non-blank is healed too: the prompt stops before it, and the hole's first
+token is kept to tokens whose text starts with a space (`constrained`; the engine bans every other logit
+column there), so the answer always fits the cursor.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import re
 
 _HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
+_SPACE_TAIL = re.compile(r"(?<=[^\s]) \Z")
 _TRAILING_BLANKS = re.compile(r"[ \t]+\Z")
 
 
@@ -19,7 +26,17 @@ def healing_tail(prefix: str) -> str:
     """The line breaks and indentation the prefix ends with (the cursor at the start of a line, or in
     its indentation); else "". A prefix that is nothing but the tail keeps it: nothing would be left."""
     m = _HEALING_TAIL.search(prefix)
-    return m.group(0) if m and m.start() > 0 else ""
+    if m and m.start() > 0:
+        return m.group(0)
+    m = _SPACE_TAIL.search(prefix)
+    return m.group(0) if m else ""
+
+
+def constrained(heal: str) -> bool:
+    """Whether the hole's first token must start with the tail (a trailing space: BPE writes a word's leading
+    space inside the word's token, so the model writes " b" where the prompt stopped before the space). A line
+    break's tail is left to the model (`unheal` checks it): its tokens split the indentation many ways."""
+    return bool(heal) and "\n" not in heal
 
 
 def split_suffix(suffix: str, heal: str) -> tuple[str, str]:
@@ -29,7 +46,7 @@ def split_suffix(suffix: str, heal: str) -> tuple[str, str]:
     is split: BPE puts all but the last space of it in the line break's token ("\\n   " + " next"), so the
     pinned head starts at that last space and the model ends the hole with the line break (unheal drops
     the rest)."""
-    if not (heal and suffix.startswith(" ")):
+    if not (heal and "\n" in heal and suffix.startswith(" ")):
         return "", suffix
     cut = len(suffix) - len(suffix.lstrip(" ")) - 1
     return suffix[:cut], suffix[cut:]

@@ -64,6 +64,7 @@ class InfillLifecycle:
         self.eos_id = tokenizer.eos_token_id
         self.bos_id = tokenizer.bos_token_id if spec.add_bos else None
         self.last_latency_ms: float | None = None
+        self._starts: dict[tuple, torch.BoolTensor] = {}  # tokens_starting_with's results
 
     # -- preparing ----------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -115,7 +116,30 @@ class InfillLifecycle:
         suffix_ids = self.tokenize(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         canvas = self.build_canvas(request, prompt, suffix_ids)
+        if healing.constrained(heal):
+            canvas.first_columns = self.columns_starting_with(heal)
         return canvas.prompt_ids, canvas, heal
+
+    def columns_starting_with(self, text: str) -> torch.BoolTensor:
+        """[V] decoder logit columns whose token's own text starts with `text`."""
+        ids = self.runner.output_ids
+        return self.tokens_starting_with(text, range(self.runner.vocab_size) if ids is None else ids.tolist())
+
+    def tokens_starting_with(self, text: str, ids) -> torch.BoolTensor:
+        """[len(ids)] whether each token id's own text starts with `text` (special and unknown ids: False);
+        computed once per text and id list."""
+        ids = list(ids)
+        key = (text, len(ids), ids[-1] if ids else None)
+        cached = self._starts.get(key)
+        if cached is None:
+            known = len(self.tokenizer)
+            pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
+            special = set(self.tokenizer.all_special_ids)
+            cached = torch.tensor([
+                i < known and i not in special and self.tokenizer.convert_tokens_to_string([piece]).startswith(text)
+                for i, piece in zip(ids, pieces)], dtype=torch.bool)
+            self._starts[key] = cached
+        return cached
 
     def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
         """The prompt's encoder cache (a decode view when reused) and how many tokens came from the prefix cache."""

@@ -4,7 +4,8 @@
 
 The real server, the real engine and the tiny model all run; only the text the model wrote is replaced, by
 the first entry of ANSWERS.json (a list of [prefix_ending, generated_text]) whose prefix_ending the request's
-prefix ends with. `generated_text` is what the model writes into the hole, the healing tail included: it goes
+prefix ends with. `generated_text` is what the model writes into the hole, the healing tail included (a healed
+trailing space may be left out: the engine makes the first token start with it, so it is put back): it goes
 through the engine's own `healing.unheal`, then the server's post-processing, as a real answer would; its
 `generated_tokens` are the text's own tokens. A request no entry matches keeps the model's own answer.
 """
@@ -37,7 +38,10 @@ def install(answers: list[tuple[str, str]]) -> None:
                 outer.set_exception(exc)
                 return
             tail = healing.healing_tail(request.prefix) if request.heal else ""
-            text = healing.unheal(answer, tail)
+            written = answer
+            if healing.constrained(tail) and not written.startswith(tail):
+                written = tail + written  # the engine keeps the first token to ones that start with the space
+            text = healing.unheal(written, tail)
             # the scripted text's own tokens, as if the model wrote them (a fill of the whole canvas is refused)
             outer.set_result(dataclasses.replace(result, text=text or "", candidates=[],
                                                  generated_tokens=len(self.tokenize(answer)),

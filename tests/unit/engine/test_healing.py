@@ -1,10 +1,12 @@
-"""Token healing: a prefix that ends at a line break (and indentation) leaves that tail to the model."""
+"""Token healing: a prefix that ends at a line break (and indentation), or in one space after a word, leaves
+that tail to the model."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from dg_lsp.engine import DenoiseParams, healing
 from dg_lsp.engine.denoise import DenoiseOutcome
 from dg_lsp.engine.engine import Engine
 from dg_lsp.engine.types import InfillRequest
@@ -18,6 +20,11 @@ from dg_lsp.engine.types import InfillRequest
     ("x = 1", ""),
     ("x = (1,\n     2", ""),
     ("\n", ""),  # nothing left to prompt with
+    ("def f(x):\n    return ", " "),  # BPE writes the space inside the next word's token
+    ("x = ", " "),
+    ("x =  ", ""),  # two spaces: the user's own layout, left as it is
+    ("x\t", ""),
+    (" ", ""),
 ])
 def test_healing_tail(prefix, tail):
     assert Engine.healing_tail(prefix) == tail
@@ -82,3 +89,38 @@ def test_an_explicit_request_is_retried_without_healing_when_the_answer_does_not
     plain = run(heal=False)
     retried = run(heal_retry=True)
     assert not retried.heal_mismatch and retried.text == plain.text and plain.text
+
+
+def test_only_a_healed_space_constrains_the_first_token():
+    assert healing.constrained(" ")
+    assert not healing.constrained("") and not healing.constrained("\n    ")
+    assert healing.split_suffix("    y", " ") == ("", "    y")  # a mid-line hole keeps its suffix whole
+    assert Engine.unheal(" a + b  ", " ") == "a + b" and Engine.unheal("a + b", " ") is None
+
+
+def test_a_prefix_ending_in_a_space_gets_an_answer_whose_first_token_starts_with_it(tiny_engine, monkeypatch):
+    """The prompt stops before the space and the first hole slot may only take tokens whose text starts with a
+    space, so the random tiny model, which would write anything there, always fits the cursor."""
+    tok = tiny_engine.tokenizer
+    req = InfillRequest(prefix="def add(a, b):\n    return ", suffix="\n", length_strategy="pad")
+    prompt, canvas, heal = tiny_engine.prepare(req)
+    assert heal == " " and prompt[-1:] != tok.encode(" ", add_special_tokens=False)
+    allowed = canvas.first_columns
+    ids = tiny_engine.runner.ids_of(torch.nonzero(allowed).squeeze(-1)).tolist()
+    assert 0 < len(ids) < allowed.numel()
+    assert all(tok.decode([i]).startswith(" ") for i in ids)
+    banned = torch.nonzero(~allowed).squeeze(-1).tolist()
+    assert not any(tok.decode([i]).startswith(" ") for i in banned if i < len(tok)
+                   and i not in tok.all_special_ids)
+    before = tiny_engine.stats["healMismatches"]
+    outcomes, run = [], tiny_engine.loop.run
+    monkeypatch.setattr(tiny_engine.loop, "run", lambda *a, **kw: outcomes.append(run(*a, **kw)) or outcomes[-1])
+    for seed in range(4):
+        res = tiny_engine.infill(InfillRequest(prefix=req.prefix, suffix="\n", length_strategy="pad",
+                                               params=DenoiseParams(temperature=0.8, seed=seed, max_steps=4)))
+        first = int(outcomes[-1].canvas[0, canvas.lead])
+        assert tok.decode([first]).startswith(" ")
+        assert not res.heal_mismatch and res.text
+    assert tiny_engine.stats["healMismatches"] == before
+    ar = tiny_engine.autoregressive(req.prefix, max_new_tokens=6)
+    assert ar.generated_tokens >= 1 and tiny_engine.stats["healMismatches"] == before
