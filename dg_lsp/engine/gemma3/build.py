@@ -8,6 +8,8 @@ under the cache. Nothing is downloaded.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -44,6 +46,24 @@ def _say(msg: str) -> None:
     print(f"dg-lsp: {msg}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def _gguf_bar_follows_transformers():
+    """transformers' GGUF reader draws its "Converting and de-quantizing" bar with tqdm directly, past its own
+    progress-bar switch: while that switch is off (stderr not a terminal, no --verbose), so is this bar."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is None or hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = bar
+
+
 def build(base: dict, quiet: bool = False) -> Path:
     """Build (once) and return the base model directory. Raises ModelLoadError with what to install.
     A one-line message on stderr says that it builds and where (unless `quiet`); progress bars follow
@@ -72,7 +92,8 @@ def build(base: dict, quiet: bool = False) -> Path:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         tok = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf_path.name)
-        model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf_path.name, dtype=torch.float32)
+        with _gguf_bar_follows_transformers():
+            model = AutoModelForCausalLM.from_pretrained(str(work), gguf_file=gguf_path.name, dtype=torch.float32)
         model.hf_quantizer = None  # dequantised floats: save them as a plain model
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
