@@ -138,7 +138,8 @@ class BatchRun:
 
     def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
         canvas = row.argmax if row.argmax is not None else row.current
-        out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit)
+        out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit,
+                             self.loop.unsettled(row.current, row.pinned))
         self.ctx.deliver(row.job, self.life.finish(row.started, out, batch_rows=row.max_rows))
 
     def _count(self, rows: list[_Row]) -> None:

@@ -29,6 +29,8 @@ class DenoiseOutcome:
     forwards_per_row: torch.Tensor  # [B] decoder forwards each row needed before it stopped
     cancelled: bool
     deadline_hit: bool
+    # [B, L] hole slots no step accepted when the loop ended (left to right only; else None)
+    unsettled: torch.BoolTensor | None = None
 
 
 def constrain(raw: torch.Tensor, canvas: InfillCanvas, biases: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -77,6 +79,14 @@ class DenoiseLoop:
         accepted = torch.where(pinned, fixed, accepted)
         noise = self._noise(tuple(fixed.shape), generator)
         return processed, torch.where(accept, accepted, noise), new_argmax, entropy
+
+    def unsettled(self, current: torch.LongTensor, pinned: torch.BoolTensor) -> torch.BoolTensor | None:
+        """Left to right: the hole slots no step accepted (still [MASK] in the canvas the next step would read).
+        Their argmax was predicted with [MASK]s on its left, so the answer stops after the first of them
+        (`InfillLifecycle.choose`): the one the next step would have accepted first."""
+        if not self.left_to_right:
+            return None
+        return ~pinned & (current == self.mask_id)
 
     def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
              entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams) -> torch.BoolTensor:
@@ -141,4 +151,4 @@ class DenoiseLoop:
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):
                 break
-        return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit)
+        return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit, self.unsettled(current, pinned))

@@ -52,6 +52,15 @@ class StartedInfill:
     timings: dict  # tokenize, encode (ms)
 
 
+def settled_length(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int:
+    """How much of a row's hole the answer reads: all of it, or, left to right, up to and including the first
+    slot no step accepted (DenoiseLoop.unsettled): later ones were guessed with [MASK]s on their left."""
+    if out.unsettled is None:
+        return hole
+    open_slots = torch.nonzero(out.unsettled[row, lead:lead + hole]).flatten()
+    return hole if open_slots.numel() == 0 else int(open_slots[0]) + 1
+
+
 class InfillLifecycle:
     """Prepares, finishes and counts infill requests; owns the engine's counters."""
 
@@ -224,7 +233,7 @@ class InfillLifecycle:
         chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
-            text, n = self.hole_ids_text(out.canvas[row], hole, canvas.lead)
+            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
             healed = healing.unheal(text, heal)
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1

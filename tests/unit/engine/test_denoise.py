@@ -4,6 +4,7 @@ Where a test checks what the engine reports (steps, tokens, scores, the chosen r
 the loop really did, observed from outside: the decoder forwards counted at the runner, the final canvas and
 logits the loop returned (`Capture`), not against the engine's own arithmetic on its own numbers."""
 
+import math
 import threading
 
 import pytest
@@ -342,3 +343,41 @@ def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_di
     taken, width = steps["left_to_right"]
     assert taken == width, steps
     assert steps["entropy"][0] == 60, steps
+
+
+def test_left_to_right_answers_with_the_settled_slots_and_the_next_one(tiny_mask_model_dir, ltr_model_dir,
+                                                                       monkeypatch):
+    """A left-to-right loop that ends with open slots (here its step budget: 3 steps at one slot a step) answers
+    with the slots its steps accepted plus the first open one (what the next step would take first); the
+    slots after it, guessed with [MASK]s on their left, are left out. The entropy order answers with its whole
+    argmax canvas, as before."""
+    from dg_lsp.engine import sampler
+
+    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE  # sure enough for one slot a step, never confident
+    answers = {}
+    for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
+        engine = Engine.load(str(path), device="cpu")
+        runner = engine.loop.runner
+        real = runner.decode
+
+        def unsure(canvas, *args, real=real, **kwargs):
+            logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
+            length = logits.shape[1]
+            logits[:, torch.arange(length), 40 + torch.arange(length)] = gap
+            logits[:, torch.arange(length), 41 + torch.arange(length)] = 0.0
+            return logits
+
+        monkeypatch.setattr(runner, "decode", unsure)
+        try:
+            seen = Capture(engine, monkeypatch)
+            res = engine.infill(InfillRequest(prefix="x =", suffix="\n", params=DenoiseParams(temperature=0,
+                                                                                            max_steps=3)))
+            (canvas, out), = seen.runs
+            a, width = canvas.lead, int(canvas.hole_mask[0].sum())
+            answers[name] = (res.generated_tokens, width, res.text,
+                             engine.tokenizer.decode(list(range(40 + a, 40 + a + 4))))
+        finally:
+            engine.close()
+    kept, width, text, first_four = answers["left_to_right"]
+    assert width > 4 and kept == 4 and text == first_four, answers
+    assert answers["entropy"][0] == answers["entropy"][1], answers  # the whole hole
