@@ -220,7 +220,9 @@ class CompletionService:
                                reuse_prefix=self.settings.prefix_cache, batch_rows=self.settings.batch_documents,
                                heal_retry=not p.req.automatic,
                                hole_slots=buckets.hole_slots(p.suggestion.prefix, p.req.automatic,
-                                                             p.req.is_selection))
+                                                             p.req.is_selection),
+                               # finish_suggestion's single_line: only the first line is shown
+                               line_only=p.req.automatic and p.ctx.mid_line and not p.req.is_selection)
         if cancel is not None:
             infill.cancel = cancel
         future = self.engine.submit(infill)  # supersedes the document's queued or running engine job

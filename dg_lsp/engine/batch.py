@@ -208,7 +208,8 @@ class BatchRun:
                 temp = sampler.step_temperature(greedy, row.remaining, p.max_steps, t_max, t_min)
                 processed, row.current, row.argmax, entropy = self.loop.update(
                     row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)
-                stop = self.loop.stop(row.history, row.current, row.argmax, entropy, ~row.pinned, p)
+                stop = self.loop.stop(row.history, row.current, row.argmax, entropy, ~row.pinned, p,
+                                      row.canvas.line_end)
                 row.sc_logits = processed.to(self.runner.logits_dtype)
                 row.raw = row_raw
                 row.steps += 1

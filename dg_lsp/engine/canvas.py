@@ -31,6 +31,9 @@ class InfillCanvas:
     lead: int = 0
     # [V] logit columns the hole's first slot may take (token healing of a trailing space); None: any
     first_columns: torch.BoolTensor | None = None
+    # [V] logit columns whose token holds a line break: a left-to-right loop stops once the line up to one is
+    # accepted and stable (InfillRequest.line_only, DenoiseLoop.first_line_settled); None: no such stop
+    line_end: torch.BoolTensor | None = None
 
     @property
     def batch_size(self) -> int:

@@ -89,17 +89,33 @@ class DenoiseLoop:
         return ~pinned & (current == self.mask_id)
 
     def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
-             entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams) -> torch.BoolTensor:
+             entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams,
+             line_end: torch.BoolTensor | None = None) -> torch.BoolTensor:
         """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
         in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
-        this step: each slot passed the entropy bound when it was taken, with clean slots on its left."""
+        this step: each slot passed the entropy bound when it was taken, with clean slots on its left. And, with
+        `line_end` (InfillRequest.line_only), a row whose first line is accepted and stable (first_line_settled)."""
         previous = history[-1] if history else None
         done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
                                             params.confidence_threshold)
         if self.left_to_right and previous is not None:
             full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
             done = done | (full & (previous == new_argmax).all(dim=-1))
+        if self.left_to_right and line_end is not None and previous is not None:
+            done = done | self.first_line_settled(previous, new_current, new_argmax, hole, line_end)
         return done
+
+    def first_line_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
+                           new_argmax: torch.LongTensor, hole: torch.BoolTensor,
+                           line_end: torch.BoolTensor) -> torch.BoolTensor:
+        """Rows whose accepted slots hold a line break and whose slots up to the first one kept their argmax in
+        this step: the loop's own stop test (accepted and stable) on the only line that will be shown."""
+        accepted = hole & (new_current != self.mask_id)
+        breaks = accepted & line_end.to(new_current.device)[self.runner.columns_of(new_current)]
+        first = breaks.int().argmax(dim=-1, keepdim=True)  # the first break's position (0 when there is none)
+        upto = torch.arange(hole.shape[-1], device=hole.device).unsqueeze(0) <= first
+        same = ((previous == new_argmax) | ~hole | ~upto).all(dim=-1)
+        return breaks.any(dim=-1) & same
 
     def biases(self, canvas: InfillCanvas) -> list[tuple[int, torch.Tensor]]:
         """The canvas's token biases as (logit column, [B, L] bias on the device); tokens the head lacks dropped."""
@@ -146,7 +162,7 @@ class DenoiseLoop:
                 new_current = torch.where(finished[:, None], current, new_current)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = sampler.token_entropy(processed, params.reference_sampling)
-            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params)
+            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.line_end)
             current, argmax = new_current, new_argmax
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):

@@ -127,26 +127,39 @@ class InfillLifecycle:
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if healing.constrained(heal):
             canvas.first_columns = self.columns_starting_with(heal)
+        if request.line_only and self.loop.left_to_right and "\n" not in heal:
+            canvas.line_end = self.columns_with("\n")
         return canvas.prompt_ids, canvas, heal
 
     def columns_starting_with(self, text: str) -> torch.BoolTensor:
         """[V] decoder logit columns whose token's own text starts with `text`."""
+        return self.tokens_starting_with(text, self._column_ids())
+
+    def columns_with(self, text: str) -> torch.BoolTensor:
+        """[V] decoder logit columns whose token's own text contains `text`."""
+        return self._token_texts_match(text, self._column_ids(), "in")
+
+    def _column_ids(self):
         ids = self.runner.output_ids
-        return self.tokens_starting_with(text, range(self.runner.vocab_size) if ids is None else ids.tolist())
+        return range(self.runner.vocab_size) if ids is None else ids.tolist()
 
     def tokens_starting_with(self, text: str, ids) -> torch.BoolTensor:
         """[len(ids)] whether each token id's own text starts with `text` (special and unknown ids: False);
         computed once per text and id list."""
+        return self._token_texts_match(text, ids, "start")
+
+    def _token_texts_match(self, text: str, ids, how: str) -> torch.BoolTensor:
         ids = list(ids)
-        key = (text, len(ids), ids[-1] if ids else None)
+        key = (text, how, len(ids), ids[-1] if ids else None)
         cached = self._starts.get(key)
         if cached is None:
             known = len(self.tokenizer)
             pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
             special = set(self.tokenizer.all_special_ids)
+            texts = [self.tokenizer.convert_tokens_to_string([piece]) for piece in pieces]
             cached = torch.tensor([
-                i < known and i not in special and self.tokenizer.convert_tokens_to_string([piece]).startswith(text)
-                for i, piece in zip(ids, pieces)], dtype=torch.bool)
+                i < known and i not in special and (t.startswith(text) if how == "start" else text in t)
+                for i, t in zip(ids, texts)], dtype=torch.bool)
             self._starts[key] = cached
         return cached
 

@@ -50,6 +50,10 @@ class InfillRequest:
     # pad-fill canvas size: the hole's slots (None: the model's whole canvas; capped at it). Smaller canvases cost
     # less per step; completion/buckets.py picks it per trigger, as the editor would.
     hole_slots: int | None = None
+    # only the answer's first line is used (an automatic trigger with text after the cursor on its line): a
+    # left-to-right fill stops once its accepted slots hold a line break (not the healing tail's) and the slots up
+    # to it kept their argmax for a step
+    line_only: bool = False
 
 
 @dataclass

@@ -45,6 +45,7 @@ _REQUEST_FIELDS = {
     "batch_rows": ((int,), (0, 64)),
     "hole_tokens": ((int, type(None)), (0, 512)),
     "hole_slots": ((int, type(None)), (1, 4096)),
+    "line_only": ((bool,), None),
 }
 _PARAM_FIELDS = {
     "max_steps": ((int,), (1, 1024)),

@@ -104,3 +104,16 @@ def test_an_automatic_mid_line_trigger_gets_the_small_canvas(tiny_engine, monkey
     invoked = asyncio.run(svc.complete(_req()))
     assert auto.result.hole_length == 3
     assert invoked.result.hole_length > 3
+
+
+def test_only_an_automatic_trigger_with_text_after_the_cursor_asks_for_one_line(tiny_engine, monkeypatch):
+    """`line_only` (a left-to-right fill stops at its first line break) goes with exactly the requests whose
+    suggestion post-processing cuts to one line: automatic, with text after the cursor on its line."""
+    sent = []
+    submit = tiny_engine.submit
+    monkeypatch.setattr(tiny_engine, "submit", lambda request: sent.append(request) or submit(request))
+    svc = CompletionService(tiny_engine, dataclasses.replace(GREEDY, completion_cache=False))
+    mid = CompletionRequest("total = add(1, 2)\n", "python", 0, 12, doc_key="m.py")  # after "add(": "1, 2)" follows
+    for req in (dataclasses.replace(mid, automatic=True), mid, dataclasses.replace(_req(), automatic=True)):
+        asyncio.run(svc.complete(req))
+    assert [r.line_only for r in sent] == [True, False, False]

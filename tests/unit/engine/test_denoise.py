@@ -381,3 +381,46 @@ def test_left_to_right_answers_with_the_settled_slots_and_the_next_one(tiny_mask
     kept, width, text, first_four = answers["left_to_right"]
     assert width > 4 and kept == 4 and text == first_four, answers
     assert answers["entropy"][0] == answers["entropy"][1], answers  # the whole hole
+
+
+def test_a_line_only_left_to_right_fill_stops_at_its_first_accepted_line_break(ltr_model_dir, monkeypatch):
+    """One slot a step (sure enough to be accepted, never confident), with a line break as the third slot's
+    favourite: a `line_only` request stops at the step that accepts it (3) and answers with its first line, while
+    the same request without `line_only` runs until its hole is (about) full. Accepted slots never change, so the first
+    line is the one the full run writes."""
+    from dg_lsp.engine import sampler
+
+    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE
+    engine = Engine.load(str(ltr_model_dir), device="cpu")
+    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+    assert len(newline) == 1
+    runner = engine.loop.runner
+    real = runner.decode
+    lead = {}
+
+    def unsure(canvas, *args, **kwargs):
+        logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
+        length = logits.shape[1]
+        best = 40 + torch.arange(length)
+        best[lead["a"] + 2] = newline[0]
+        logits[:, torch.arange(length), best] = gap
+        logits[:, torch.arange(length), 200 + torch.arange(length)] = 0.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", unsure)
+    try:
+        seen = Capture(engine, monkeypatch)
+        runs = {}
+        for line_only in (True, False):
+            prepared = engine.prepare(InfillRequest(prefix="x =", suffix="\n", line_only=line_only))[1]
+            lead["a"] = prepared.lead
+            res = engine.infill(InfillRequest(prefix="x =", suffix="\n", line_only=line_only,
+                                              params=DenoiseParams(temperature=0, max_steps=60)))
+            runs[line_only] = (res.steps, res.text, int(seen.runs[-1][0].hole_mask[0].sum()))
+        first_line = engine.tokenizer.decode([40 + lead["a"], 41 + lead["a"]])
+    finally:
+        engine.close()
+    steps, text, _ = runs[True]
+    assert steps == 3 and text.split("\n")[0] == first_line, runs
+    full_steps, full_text, width = runs[False]
+    assert width - 2 <= full_steps <= width and full_text.split("\n")[0] == first_line, runs
