@@ -9,8 +9,8 @@ writes it as part of the hole, and the answer is what follows it.
 BPE also writes a word's leading space inside the word's token (" b"), so a prompt that stops right after
 "return " ends in a lone space token the model rarely saw (the README demo: `1` after the space, ` a + b`
 before it). One space after a non-blank is healed too: the prompt stops before it, and the hole's first
-token is kept to tokens whose text starts with a space (`constrained`; the engine bans every other logit
-column there), so the answer always fits the cursor.
+token is kept to tokens whose text starts with a space, or the pad or end token (nothing to insert)
+(`constrained`; the engine bans every other logit column there), so the answer fits the cursor.
 """
 
 from __future__ import annotations

@@ -126,10 +126,20 @@ class InfillLifecycle:
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if healing.constrained(heal):
-            canvas.first_columns = self.columns_starting_with(heal)
+            canvas.first_columns = self.first_columns(heal)
         if request.line_only and self.loop.left_to_right and "\n" not in heal:
             canvas.line_end = self.columns_with("\n")
         return canvas.prompt_ids, canvas, heal
+
+    def first_columns(self, heal: str) -> torch.BoolTensor:
+        """The logit columns a healed space's first hole slot may take: tokens that start with it, and the pad
+        and end tokens (the hole may end at once: nothing to insert)."""
+        allowed = self.columns_starting_with(heal).clone()
+        for tid in (self.pad_id, self.eos_id):
+            col = None if tid is None else self.runner.column_of(tid)
+            if col is not None and 0 <= col < allowed.numel():
+                allowed[col] = True
+        return allowed
 
     def columns_starting_with(self, text: str) -> torch.BoolTensor:
         """[V] decoder logit columns whose token's own text starts with `text`."""
@@ -247,7 +257,8 @@ class InfillLifecycle:
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
             text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
-            healed = healing.unheal(text, heal)
+            # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch
+            healed = "" if text == "" and healing.constrained(heal) else healing.unheal(text, heal)
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1
                 mismatches += 1

@@ -108,7 +108,9 @@ def test_a_prefix_ending_in_a_space_gets_an_answer_whose_first_token_starts_with
     allowed = canvas.first_columns
     ids = tiny_engine.runner.ids_of(torch.nonzero(allowed).squeeze(-1)).tolist()
     assert 0 < len(ids) < allowed.numel()
-    assert all(tok.decode([i]).startswith(" ") for i in ids)
+    ends = {tiny_engine.pad_id, tiny_engine.eos_id} - {None}
+    assert ends <= set(ids)  # the hole may also end at once: nothing to insert
+    assert all(tok.decode([i]).startswith(" ") for i in ids if i not in ends)
     banned = torch.nonzero(~allowed).squeeze(-1).tolist()
     assert not any(tok.decode([i]).startswith(" ") for i in banned if i < len(tok)
                    and i not in tok.all_special_ids)
@@ -119,8 +121,8 @@ def test_a_prefix_ending_in_a_space_gets_an_answer_whose_first_token_starts_with
         res = tiny_engine.infill(InfillRequest(prefix=req.prefix, suffix="\n", length_strategy="pad",
                                                params=DenoiseParams(temperature=0.8, seed=seed, max_steps=4)))
         first = int(outcomes[-1].canvas[0, canvas.lead])
-        assert tok.decode([first]).startswith(" ")
-        assert not res.heal_mismatch and res.text
+        assert tok.decode([first]).startswith(" ") or first in ends
+        assert not res.heal_mismatch
     assert tiny_engine.stats["healMismatches"] == before
     ar = tiny_engine.autoregressive(req.prefix, max_new_tokens=6)
     assert ar.generated_tokens >= 1 and tiny_engine.stats["healMismatches"] == before
