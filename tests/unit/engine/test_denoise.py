@@ -159,7 +159,8 @@ def test_steps_and_tokens_per_forward_count_what_the_loop_did(tiny_engine, monke
     kept = _hole_tokens(tiny_engine, canvas, out)
     assert res.steps == len(seen.forwards) == 1
     assert res.generated_tokens == len(kept) <= 3
-    written = tiny_engine.tokenizer.decode(kept)  # the prompt stopped before the trailing space: the hole starts with it
+    # the prompt stopped before the trailing space: the hole starts with it
+    written = tiny_engine.tokenizer.decode(kept)
     assert written.startswith(" ") and res.text == healing.unheal(written, " ")
     assert res.tokens_per_forward == pytest.approx(len(kept) / len(seen.forwards))
 
@@ -272,12 +273,33 @@ def ltr_model_dir(tiny_mask_model_dir, tmp_path):
     return ltr_dir
 
 
+def _unsure(real, favourite=lambda length: 40 + torch.arange(length),
+            runner_up=lambda length: 41 + torch.arange(length)):
+    """A decode that wraps `real`: at every position p the token favourite(L)[p] leads runner_up(L)[p] by a
+    gap sure enough to be accepted left to right (p = 0.9 / 0.1 once tempered at the greedy acceptance
+    temperature) but never below the confidence threshold (about 0.33 nats per slot); every other token far
+    behind. So a left-to-right loop takes one slot a step."""
+    from dg_lsp.engine import sampler
+
+    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE
+
+    def decode(canvas, *args, **kwargs):
+        logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
+        length = logits.shape[1]
+        logits[:, torch.arange(length), favourite(length)] = gap
+        logits[:, torch.arange(length), runner_up(length)] = 0.0
+        return logits
+
+    return decode
+
+
 def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_dir, ltr_model_dir, monkeypatch):
     """`unmask_order: left_to_right` in dg_lsp.json reaches the loop through `Engine.load`: every forward sees the
     hole as accepted tokens followed by [MASK]s, and each forward after the first sees one accepted position more
     than the one before it, at least, until the hole is full. The same request on the same model in the default (entropy) order does accept
     positions out of order, so the check tells the two apart."""
-    request = dict(prefix="def f(x):\n    return", suffix="\n",  # no healed space: both orders choose the first slot freely
+    # no healed space: both orders choose the first slot freely
+    request = dict(prefix="def f(x):\n    return", suffix="\n",
                    params=DenoiseParams(max_steps=8, temperature=0.8, entropy_bound=2.0))
     patterns = {}
     for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
@@ -313,25 +335,11 @@ def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_di
     the greedy acceptance temperature): left to right it takes one slot a step and stops at the step that fills
     the hole, its argmax unchanged from the step before; the same model in the default order never passes the
     confidence test and runs every step."""
-    import math
-
-    from dg_lsp.engine import sampler
-
-    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE  # p = 0.9 / 0.1 between two tokens once tempered
     steps = {}
     for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
         engine = Engine.load(str(path), device="cpu")
         runner = engine.loop.runner
-        real = runner.decode
-
-        def unsure(canvas, *args, real=real, **kwargs):
-            logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
-            length = logits.shape[1]
-            logits[:, torch.arange(length), 40 + torch.arange(length)] = gap
-            logits[:, torch.arange(length), 41 + torch.arange(length)] = 0.0
-            return logits
-
-        monkeypatch.setattr(runner, "decode", unsure)
+        monkeypatch.setattr(runner, "decode", _unsure(runner.decode))
         try:
             seen = Capture(engine, monkeypatch)
             res = engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(temperature=0,
@@ -351,23 +359,11 @@ def test_left_to_right_answers_with_the_settled_slots_and_the_next_one(tiny_mask
     with the slots its steps accepted plus the first open one (what the next step would take first); the
     slots after it, guessed with [MASK]s on their left, are left out. The entropy order answers with its whole
     argmax canvas, as before."""
-    from dg_lsp.engine import sampler
-
-    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE  # sure enough for one slot a step, never confident
     answers = {}
     for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
         engine = Engine.load(str(path), device="cpu")
         runner = engine.loop.runner
-        real = runner.decode
-
-        def unsure(canvas, *args, real=real, **kwargs):
-            logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
-            length = logits.shape[1]
-            logits[:, torch.arange(length), 40 + torch.arange(length)] = gap
-            logits[:, torch.arange(length), 41 + torch.arange(length)] = 0.0
-            return logits
-
-        monkeypatch.setattr(runner, "decode", unsure)
+        monkeypatch.setattr(runner, "decode", _unsure(runner.decode))
         try:
             seen = Capture(engine, monkeypatch)
             res = engine.infill(InfillRequest(prefix="x =", suffix="\n", params=DenoiseParams(temperature=0,
@@ -388,26 +384,19 @@ def test_a_line_only_left_to_right_fill_stops_at_its_first_accepted_line_break(l
     favourite: a `line_only` request stops at the step that accepts it (3) and answers with its first line, while
     the same request without `line_only` runs until its hole is (about) full. Accepted slots never change, so the first
     line is the one the full run writes."""
-    from dg_lsp.engine import sampler
-
-    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE
     engine = Engine.load(str(ltr_model_dir), device="cpu")
     newline = engine.tokenizer.encode("\n", add_special_tokens=False)
     assert len(newline) == 1
     runner = engine.loop.runner
-    real = runner.decode
     lead = {}
 
-    def unsure(canvas, *args, **kwargs):
-        logits = torch.full_like(real(canvas, *args, **kwargs), -30.0)
-        length = logits.shape[1]
+    def favourite(length):
         best = 40 + torch.arange(length)
         best[lead["a"] + 2] = newline[0]
-        logits[:, torch.arange(length), best] = gap
-        logits[:, torch.arange(length), 200 + torch.arange(length)] = 0.0
-        return logits
+        return best
 
-    monkeypatch.setattr(runner, "decode", unsure)
+    monkeypatch.setattr(runner, "decode",
+                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
     try:
         seen = Capture(engine, monkeypatch)
         runs = {}
