@@ -73,7 +73,7 @@ class InfillLifecycle:
         self.eos_id = tokenizer.eos_token_id
         self.bos_id = tokenizer.bos_token_id if spec.add_bos else None
         self.last_latency_ms: float | None = None
-        self._starts: dict[tuple, torch.BoolTensor] = {}  # tokens_starting_with's results
+        self._token_texts: dict[tuple, torch.BoolTensor] = {}  # token_texts' results
 
     # -- preparing ----------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -128,40 +128,26 @@ class InfillLifecycle:
         if healing.constrained(heal):
             canvas.first_columns = self.first_columns(heal)
         if request.line_only and self.loop.left_to_right and "\n" not in heal:
-            canvas.line_end = self.columns_with("\n")
+            canvas.line_end = self.token_texts("\n", "in")
         return canvas.prompt_ids, canvas, heal
 
-    def first_columns(self, heal: str) -> torch.BoolTensor:
-        """The logit columns a healed space's first hole slot may take: tokens that start with it, and the pad
-        and end tokens (the hole may end at once: nothing to insert)."""
-        allowed = self.columns_starting_with(heal).clone()
-        for tid in (self.pad_id, self.eos_id):
-            col = None if tid is None else self.runner.column_of(tid)
-            if col is not None and 0 <= col < allowed.numel():
-                allowed[col] = True
-        return allowed
-
-    def columns_starting_with(self, text: str) -> torch.BoolTensor:
-        """[V] decoder logit columns whose token's own text starts with `text`."""
-        return self.tokens_starting_with(text, self._column_ids())
-
-    def columns_with(self, text: str) -> torch.BoolTensor:
-        """[V] decoder logit columns whose token's own text contains `text`."""
-        return self._token_texts_match(text, self._column_ids(), "in")
+    def first_columns(self, heal: str, ids=None) -> torch.BoolTensor:
+        """Which of `ids` (default: the decoder's logit columns) a healed space's first token may be: tokens that
+        start with it, and the pad and end tokens (the hole may end at once: nothing to insert)."""
+        ids = self._column_ids() if ids is None else ids
+        ends = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
+        return self.token_texts(heal, "start", ids) | torch.isin(torch.as_tensor(list(ids)), ends)
 
     def _column_ids(self):
         ids = self.runner.output_ids
         return range(self.runner.vocab_size) if ids is None else ids.tolist()
 
-    def tokens_starting_with(self, text: str, ids) -> torch.BoolTensor:
-        """[len(ids)] whether each token id's own text starts with `text` (special and unknown ids: False);
-        computed once per text and id list."""
-        return self._token_texts_match(text, ids, "start")
-
-    def _token_texts_match(self, text: str, ids, how: str) -> torch.BoolTensor:
-        ids = list(ids)
+    def token_texts(self, text: str, how: str, ids=None) -> torch.BoolTensor:
+        """[len(ids)] whether each token's own text starts with (`how` "start") or contains ("in") `text`; special
+        and unknown ids: False. `ids` default to the decoder's logit columns. Computed once per question."""
+        ids = list(self._column_ids() if ids is None else ids)
         key = (text, how, len(ids), ids[-1] if ids else None)
-        cached = self._starts.get(key)
+        cached = self._token_texts.get(key)
         if cached is None:
             known = len(self.tokenizer)
             pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
@@ -170,7 +156,7 @@ class InfillLifecycle:
             cached = torch.tensor([
                 i < known and i not in special and (t.startswith(text) if how == "start" else text in t)
                 for i, t in zip(ids, texts)], dtype=torch.bool)
-            self._starts[key] = cached
+            self._token_texts[key] = cached
         return cached
 
     def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
