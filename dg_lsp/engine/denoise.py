@@ -101,8 +101,8 @@ class DenoiseLoop:
         if self.left_to_right and previous is not None:
             full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
             done = done | (full & (previous == new_argmax).all(dim=-1))
-        if self.left_to_right and line_end is not None and previous is not None:
-            done = done | self.first_line_settled(previous, new_current, new_argmax, hole, line_end)
+            if line_end is not None:
+                done = done | self.first_line_settled(previous, new_current, new_argmax, hole, line_end)
         return done
 
     def first_line_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
