@@ -15,7 +15,8 @@ indentation, text after it) its line break back.
 The syntax gate: a suggestion is shown only if it adds no tree-sitter ERROR/MISSING node to the
 window around the hole nor to the enclosing scope parsed alone (`scope_window`: the scope's lines,
 or the top-level statement's outside any scope), and opens no string, docstring or comment it does
-not close (Python: and a scope or window that compiles without it still compiles with it); a
+not close (Python: a scope or window that compiles without it still compiles with it, and in one that does
+not, a suggestion that breaks lines leaves no indentation error on its lines or where they meet the next); a
 multi-line one is cut to its longest clean run of leading lines, a broken first line of a text
 inside a line to its longest clean start (at the end of a word or a closing bracket; a whole-line
 text is shown whole or not at all); when no cut is clean the answer is "" (nothing is shown): a
@@ -27,7 +28,8 @@ from __future__ import annotations
 import re
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
-from dg_lsp.context.syntax import clean_region_around, error_spans, insertion_lands_clean, python_compiles, spans_hole
+from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_lands_clean, python_compiles,
+                                   python_misindents, spans_hole)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
@@ -246,11 +248,16 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             befores.append(local[1])
 
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
-    # suggestion must compile with it
-    compiled = [(p, s) for p, s in regions if python_compiles(p + s)] if language == "python" else []
+    # suggestion must compile with it, and in one that does not, a suggestion that breaks lines must leave no
+    # indentation error where its lines are or meet the next one
+    python = language == "python"
+    compiled = [(p, s) for p, s in regions if python_compiles(p + s)] if python else []
+    uncompiled = [r for r in regions if r not in compiled] if python else []
 
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
+            return True
+        if any(python_misindents(p, candidate, s) for p, s in uncompiled):
             return True
         if mend is not None:
             return not insertion_lands_clean(mend[0], candidate, mend[1], language)

@@ -139,13 +139,43 @@ def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | N
     return not opens_unclosed_literal(root, start, end)
 
 
-def python_compiles(text: str) -> bool:
-    """`text`, its common indentation removed, compiles as Python (to an AST only: nothing runs)."""
+def python_error(text: str) -> tuple[int, bool] | None:
+    """Python's first complaint about `text`, its common indentation removed (compiled to an AST only: nothing
+    runs), as (its 1-based line, 0 if it has none; whether it is an indentation error), or None if it compiles."""
     try:
         compile(textwrap.dedent(text), "<suggestion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    except IndentationError as e:
+        return (e.lineno or 0, True)
+    except SyntaxError as e:
+        return (e.lineno or 0, False)
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return (0, False)
+
+
+def python_compiles(text: str) -> bool:
+    """`text`, its common indentation removed, compiles as Python (to an AST only: nothing runs)."""
+    return python_error(text) is None
+
+
+def python_misindents(prefix: str, text: str, suffix: str) -> bool:
+    """`text`, inserted between `prefix` and `suffix`, breaks lines (it holds a line break) and Python finds an
+    indentation error on its lines or on the first non-blank line after them: a block it opens with no body
+    under it, a line that the next one is indented deeper than, a dedent to no level. This judges a window that
+    does not compile even without the text (the hole is an empty block's body, say), where a text that makes it
+    compile cannot be asked for: one that breaks lines owns the indentation where it meets the next line."""
+    if "\n" not in text:
+        return False  # inside one line: the lines keep their structure, and any error there was there before
+    error = python_error(prefix + text + suffix)
+    if error is None or not error[1]:
         return False
+    first = prefix.count("\n") + 1
+    lines = (prefix + text + suffix).split("\n")
+    meets = first + text.count("\n")  # the line the text ends on; the next one, unless it ends at its start
+    meets += bool(text.rsplit("\n", 1)[1].strip())
+    while meets < len(lines) and not lines[meets - 1].strip():
+        meets += 1
+    return first <= error[0] <= meets
 
 
 def spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:

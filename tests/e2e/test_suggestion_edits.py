@@ -45,6 +45,8 @@ ANSWERS = [
     ["p8 = ", "x + ("],
     ["def h8():\n", "\n    k8 = = 1\n   "],
     ["fw_a = ", "10\n\nfw_c(1)"],
+    # a whole line that opens a block with no body under it, where the hole is an empty block's body
+    ["        if e9:\n", "\n            if e9 > 1:\n   "],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -58,6 +60,7 @@ RULES = {
     "leading_lines": ("def d8(a):\n    m8 = \n    return m8\n", 1, 9),
     "clean_start": ("p8 = \n", 0, 5),
     "whole_line": ("def h8():\n    return 0\n", 1, 0),
+    "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 
@@ -253,6 +256,13 @@ async def test_a_broken_line_inside_a_line_is_cut_to_its_clean_start(client):
 
 async def test_a_broken_whole_line_is_not_shown_at_all(client):
     items, _ = await _rule(client, "whole_line")
+    assert items == []
+
+
+async def test_a_whole_line_that_leaves_an_indentation_error_is_not_shown(client):
+    """The document does not compile without a suggestion (the `if` has no body yet), so the gate cannot ask that
+    it compiles with one; the line written opens a block of its own with no body under it."""
+    items, _ = await _rule(client, "no_body")
     assert items == []
 
 

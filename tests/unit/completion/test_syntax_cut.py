@@ -84,3 +84,23 @@ def test_python_that_tree_sitter_takes_but_does_not_compile_is_not_shown():
     suffix = "        return 1\n    return 2\n"
     assert clean_cut("            y = 1\n", prefix, suffix, "python") == ""  # an unexpected indent
     assert clean_cut("        y = 1\n", prefix, suffix, "python") == "        y = 1\n"
+
+
+def test_in_a_window_that_does_not_compile_a_line_that_misindents_the_next_is_not_shown():
+    """Found on HumanEval single-line (110/L4, 118/L0): the hole is an empty block's body, so the window never
+    compiles without the suggestion, and tree-sitter took these whole lines; Python calls them indentation errors."""
+    prefix = "def f(xs, ys):\n    odd = 0\n    for i in xs:\n        if i % 2 == 1:\n"
+    suffix = "    for i in ys:\n        odd -= 1\n    return odd\n"
+    assert clean_cut("            if i:\n", prefix, suffix, "python") == ""  # a block opened with no body under it
+    assert clean_cut("            odd += 1\n", prefix, suffix, "python") == "            odd += 1\n"
+    prefix = 'def g(word):\n    """Doc."""\n\n'
+    suffix = '        return ""\n    return word\n'
+    assert clean_cut("    return word\n", prefix, suffix, "python") == ""  # the next line is indented deeper
+    assert clean_cut("    if len(word) < 3:\n", prefix, suffix, "python") == "    if len(word) < 3:\n"
+
+
+def test_a_text_inside_one_line_is_not_blamed_for_the_windows_indentation_error():
+    # the line after the cursor's is indented deeper than it allows whatever is written on the cursor's line
+    prefix, suffix = "def h():\n    x = 1", "\n        y = 2\n    return x\n"
+    assert clean_cut(" + 2", prefix, suffix, "python") == " + 2"
+    assert clean_cut(" + 2\n    z = 3", prefix, suffix, "python") == " + 2"  # its second line meets y's
