@@ -6,7 +6,8 @@ benchmark scores exactly what the editor receives): a length search's candidates
 
 The string rules (see `finish`), in order: line breaks as \\n and control characters stripped;
 trim what repeats the start of the suffix; cut to the requested scope (one line for a cursor
-with text after it on its line, the end of the current block otherwise, at most `max_lines`);
+with text after it on its line, the end of the current block otherwise or a line that cannot run,
+at most `max_lines`);
 drop closing brackets the suffix already has (balanced against the whole prefix and the
 suffix's line); tidy the joins (no trailing whitespace-only lines, no double spaces where the
 text meets the prefix or the suffix); give a whole-line hole (cursor at column 0 or in the
@@ -145,15 +146,37 @@ def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "") -> str
         text = stripped[:-1]
 
 
-def cut_to_block(text: str, indent: str, max_lines: int) -> str:
-    """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block."""
+# a statement after which the lines of its block never run, and a line that control can still reach after it
+_ENDS_FLOW = re.compile(r"(?:return|raise|break|continue)(?![\w.])")
+_LABEL = re.compile(r"(?:case|default)\b|\w+:\s*$")
+
+
+def _width(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "") -> str:
+    """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block, or one
+    that nothing reaches: a line of the block a `return`, `raise`, `break` or `continue` line ended (at its
+    indentation; a `case` or a label is reached by a jump). `line_prefix`: the document's text before the
+    cursor on its line (the first line's start)."""
     lines = text.split("\n")
     kept = [lines[0]]
+    first = line_prefix + lines[0]
+    ended = _width(first) if _ENDS_FLOW.match(first.lstrip()) else None  # the indentation of a block ended
     for line in lines[1:]:
         if len(kept) >= max_lines:
             break
         if line.strip() and len(line) - len(line.lstrip()) < len(indent):
             break
+        if line.strip() and not open_brackets(line_prefix + "\n".join(kept)):  # a statement starts here
+            width = _width(line)
+            if width == ended and not _LABEL.match(line.lstrip()):
+                break
+            if _ENDS_FLOW.match(line.lstrip()):
+                ended = width
+            elif ended is not None and width < ended:
+                ended = None
         kept.append(line)
     out = "\n".join(kept)
     if len(kept) < len(lines) and out and not out.endswith("\n") and len(kept) > 1:
@@ -195,7 +218,7 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
         text = head
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
-        text = cut_to_block(text, indent, max_lines)
+        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1])
     text = drop_closers_the_suffix_has(text, suffix, prefix)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():

@@ -45,6 +45,7 @@ ANSWERS = [
     ["p8 = ", "x + ("],
     ["def h8():\n", "\n    k8 = = 1\n   "],
     ["fw_a = ", "10\n\nfw_c(1)"],
+    ["        t10 = ", "1\n        return t10\n        return t10\n        t10 += 1"],
     # a whole line that opens a block with no body under it, where the hole is an empty block's body
     ["        if e9:\n", "\n            if e9 > 1:\n   "],
 ]
@@ -60,6 +61,7 @@ RULES = {
     "leading_lines": ("def d8(a):\n    m8 = \n    return m8\n", 1, 9),
     "clean_start": ("p8 = \n", 0, 5),
     "whole_line": ("def h8():\n    return 0\n", 1, 0),
+    "unreachable": ("def d10(a):\n    if a:\n        t10 = \n    return 0\n", 2, 14),
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
@@ -240,6 +242,13 @@ async def test_no_double_blank_where_the_text_meets_the_prefix_or_the_suffix(cli
     items, after = await _rule(client, name)
     assert len(items) == 1
     assert lsp_lines(after)[0] == line
+
+
+async def test_a_block_is_cut_where_its_lines_can_no_longer_run(client):
+    """The model's repeated `return`: nothing after the first runs (the document compiles either way)."""
+    items, after = await _rule(client, "unreachable")
+    assert [i.insert_text for i in items] == ["1\n        return t10"]
+    assert lsp_lines(after)[2:5] == ["        t10 = 1", "        return t10", "    return 0"]
 
 
 async def test_a_suggestion_that_breaks_the_syntax_is_cut_to_its_clean_leading_lines(client):

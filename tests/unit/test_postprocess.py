@@ -110,3 +110,16 @@ def test_no_lone_carriage_return_reaches_the_shown_text():
     assert finish("bar(1)\rmore", "\n", mid_line=True) == "bar(1)"  # one line: cut at the \r
     doc = "def f(x):\n    y = x\n    return y\n"
     assert "\r" not in shown(doc, 2, 0, "\n    y += 1\r    z = 2\n   ")
+
+
+def test_cut_to_block_stops_where_the_lines_can_no_longer_run():
+    """HumanEval 21/L2 and 87/L1: diffusion repeating `return` lines; nothing after the first one runs."""
+    assert cut_to_block("    return m\n\n    return m\n", "", 8) == "    return m\n"
+    assert cut_to_block("    return\n    return\n    return", "", 8) == "    return"
+    assert cut_to_block(" x\n    y = 2", "", 8, line_prefix="    return") == " x"  # the cursor's own line
+    assert cut_to_block("        break\n        x = 1", "    ", 8) == "        break"
+    # still reached: a dedent after the block's end, a case label, the rest of a bracketed return
+    assert cut_to_block("    if a:\n        return 1\n    return 2", "", 8) == "    if a:\n        return 1\n    return 2"
+    assert cut_to_block("    return 1;\n    case 2:", "", 8) == "    return 1;\n    case 2:"
+    assert cut_to_block("    return (\n        a,\n    )\n    y", "", 8) == "    return (\n        a,\n    )"
+    assert cut_to_block("    returned = 1\n    x = 2", "", 8) == "    returned = 1\n    x = 2"
