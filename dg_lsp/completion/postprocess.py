@@ -155,21 +155,22 @@ def _width(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "") -> str:
-    """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block, or one
-    that nothing reaches: a line of the block a `return`, `raise`, `break` or `continue` line ended (at its
-    indentation; a `case` or a label is reached by a jump). `line_prefix`: the document's text before the
-    cursor on its line (the first line's start)."""
+def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", reach_cut: bool = True) -> str:
+    """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block, or (with
+    `reach_cut`) one that nothing reaches: a line of the block a `return`, `raise`, `break` or `continue` line
+    ended (at its indentation; a `case` or a label is reached by a jump). `line_prefix`: the document's text
+    before the cursor on its line (the first line's start)."""
     lines = text.split("\n")
     kept = [lines[0]]
     first = line_prefix + lines[0]
-    ended = _width(first) if _ENDS_FLOW.match(first.lstrip()) else None  # the indentation of a block ended
+    ended = _width(first) if reach_cut and _ENDS_FLOW.match(first.lstrip()) else None  # a block ended there
     for line in lines[1:]:
         if len(kept) >= max_lines:
             break
-        if line.strip() and len(line) - len(line.lstrip()) < len(indent):
+        if line.strip() and _width(line) < len(indent):
             break
-        if line.strip() and not open_brackets(line_prefix + "\n".join(kept)):  # a statement starts here
+        if (reach_cut and line.strip() and (ended is not None or _ENDS_FLOW.match(line.lstrip()))
+                and not open_brackets(line_prefix + "\n".join(kept))):  # a statement starts here
             width = _width(line)
             if width == ended and not _LABEL.match(line.lstrip()):
                 break
@@ -205,9 +206,10 @@ def is_whole_line_hole(prefix: str, suffix: str) -> bool:
 
 
 def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_line: bool = False,
-           single_line: bool = False, max_lines: int = 8) -> str:
+           single_line: bool = False, max_lines: int = 8, reach_cut: bool = True) -> str:
     """The shown text for a raw fill between `prefix` (the document before the hole, or its window)
-    and `suffix`. `mid_line`: the cursor's line has text after it; `single_line`: at most one line."""
+    and `suffix`. `mid_line`: the cursor's line has text after it; `single_line`: at most one line;
+    `reach_cut`: end before a line that cannot run (not for a selection, which is never cut)."""
     text = strip_control(text)
     text = trim_suffix_overlap(text, suffix)
     # a whole-line hole keeps its line break: the text after the cursor moves to the next line
@@ -218,7 +220,7 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
         text = head
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
-        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1])
+        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut)
     text = drop_closers_the_suffix_has(text, suffix, prefix)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
@@ -361,7 +363,7 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
                   mid_line=ctx.mid_line and not selection,
                   single_line=automatic and ctx.mid_line and not selection,
-                  max_lines=10_000 if selection else max_lines)
+                  max_lines=10_000 if selection else max_lines, reach_cut=not selection)
     if selection:
         return text
     return clean_cut(text, prefix, ctx.suffix, ctx.language, scope_window(prefix, ctx.suffix, ctx))

@@ -123,3 +123,12 @@ def test_cut_to_block_stops_where_the_lines_can_no_longer_run():
     assert cut_to_block("    return 1;\n    case 2:", "", 8) == "    return 1;\n    case 2:"
     assert cut_to_block("    return (\n        a,\n    )\n    y", "", 8) == "    return (\n        a,\n    )"
     assert cut_to_block("    returned = 1\n    x = 2", "", 8) == "    returned = 1\n    x = 2"
+    assert cut_to_block("    return\n    x = 1", "", 8, reach_cut=False) == "    return\n    x = 1"  # a selection
+
+
+def test_the_production_path_cuts_unreachable_lines_but_never_a_selection_fill():
+    doc = "def f(a):\n    \n"
+    ctx = extract_context(doc, "python", 1, 4)
+    raw = "return a\n    return a\n    x = 1"
+    assert finish_suggestion(raw, [], doc[:14], ctx, automatic=False, selection=False, max_lines=8) == "return a"
+    assert finish_suggestion(raw, [], doc[:14], ctx, automatic=False, selection=True, max_lines=8) == raw
