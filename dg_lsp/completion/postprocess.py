@@ -169,12 +169,13 @@ def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", 
             break
         if line.strip() and _width(line) < len(indent):
             break
-        if (reach_cut and line.strip() and (ended is not None or _ENDS_FLOW.match(line.lstrip()))
-                and not open_brackets(line_prefix + "\n".join(kept))):  # a statement starts here
+        stmt = line.lstrip()
+        ends = reach_cut and bool(_ENDS_FLOW.match(stmt))
+        if stmt and (ended is not None or ends) and not open_brackets(line_prefix + "\n".join(kept)):  # a statement
             width = _width(line)
-            if width == ended and not _LABEL.match(line.lstrip()):
+            if width == ended and not _LABEL.match(stmt):
                 break
-            if _ENDS_FLOW.match(line.lstrip()):
+            if ends:
                 ended = width
             elif ended is not None and width < ended:
                 ended = None
@@ -275,9 +276,9 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
     # suggestion must compile with it, and in one that does not, a suggestion that breaks lines must leave no
     # indentation error where its lines are or meet the next one
-    python = language == "python"
-    compiled = [(p, s) for p, s in regions if python_compiles(p + s)] if python else []
-    uncompiled = [r for r in regions if r not in compiled] if python else []
+    compiled, uncompiled = [], []
+    for region in regions if language == "python" else []:
+        (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
 
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):

@@ -166,11 +166,12 @@ def python_misindents(prefix: str, text: str, suffix: str) -> bool:
     compile cannot be asked for: one that breaks lines owns the indentation where it meets the next line."""
     if "\n" not in text:
         return False  # inside one line: the lines keep their structure, and any error there was there before
-    error = python_error(prefix + text + suffix)
+    whole = prefix + text + suffix
+    error = python_error(whole)
     if error is None or not error[1]:
         return False
     first = prefix.count("\n") + 1
-    lines = (prefix + text + suffix).split("\n")
+    lines = whole.split("\n")
     meets = first + text.count("\n")  # the line the text ends on; the next one, unless it ends at its start
     meets += bool(text.rsplit("\n", 1)[1].strip())
     while meets < len(lines) and not lines[meets - 1].strip():

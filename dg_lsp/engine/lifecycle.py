@@ -135,8 +135,13 @@ class InfillLifecycle:
         """Which of `ids` (default: the decoder's logit columns) a healed space's first token may be: tokens that
         start with it, and the pad and end tokens (the hole may end at once: nothing to insert)."""
         ids = self._column_ids() if ids is None else ids
-        ends = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
-        return self.token_texts(heal, "start", ids) | torch.isin(torch.as_tensor(list(ids)), ends)
+        key = (heal, "first", len(ids), ids[-1] if len(ids) else None)
+        cached = self._token_texts.get(key)
+        if cached is None:
+            ends = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
+            cached = self.token_texts(heal, "start", ids) | torch.isin(torch.as_tensor(list(ids)), ends)
+            self._token_texts[key] = cached
+        return cached
 
     def _column_ids(self):
         ids = self.runner.output_ids
@@ -145,10 +150,11 @@ class InfillLifecycle:
     def token_texts(self, text: str, how: str, ids=None) -> torch.BoolTensor:
         """[len(ids)] whether each token's own text starts with (`how` "start") or contains ("in") `text`; special
         and unknown ids: False. `ids` default to the decoder's logit columns. Computed once per question."""
-        ids = list(self._column_ids() if ids is None else ids)
-        key = (text, how, len(ids), ids[-1] if ids else None)
+        ids = self._column_ids() if ids is None else ids
+        key = (text, how, len(ids), ids[-1] if len(ids) else None)
         cached = self._token_texts.get(key)
         if cached is None:
+            ids = list(ids)
             known = len(self.tokenizer)
             pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
             special = set(self.tokenizer.all_special_ids)
