@@ -11,6 +11,12 @@ canvas key that lies to the right of the querying row. Very negative, the decode
 so with zero deltas a clean canvas row computes exactly the base model's next-token logits (the AR start); training
 opens the gate as far as seeing the suffix head and the other rows pays. 0 is fully bidirectional.
 
+The mask gate (`mask_bias`, optional, one scalar per query head): the same bias, but on future canvas keys that hold
+`<mask>` (no content, only a position). Without it the canvas gate covers them too (every adapter trained before it).
+With it the two are separate: a very negative mask gate keeps a row from reading the many masks to its right (their
+small weights add up over a long canvas), while the canvas gate decides how far the pinned suffix head and accepted
+slots to the right are read.
+
 Used by the trainer (dg_lsp/train/gemma/) and by the engine's Gemma 3 runner, so both run the same code.
 """
 
@@ -62,11 +68,13 @@ class Adapter:
     rank: int = 0
     alpha: float = 0.0
     future_bias: nn.Parameter | None = None  # [heads] the canvas gate (None: fully bidirectional)
+    mask_bias: nn.Parameter | None = None  # [heads] the mask gate (None: future masks share the canvas gate)
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]
         ps += [self.mask_embedding] if self.mask_embedding is not None else []
-        return ps + ([self.future_bias] if self.future_bias is not None else [])
+        ps += [self.future_bias] if self.future_bias is not None else []
+        return ps + ([self.mask_bias] if self.mask_bias is not None and self.mask_bias.requires_grad else [])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         out = {}
@@ -77,6 +85,8 @@ class Adapter:
             out["mask_embedding"] = self.mask_embedding.detach().contiguous()
         if self.future_bias is not None:
             out["future_bias"] = self.future_bias.detach().contiguous()
+        if self.mask_bias is not None:
+            out["mask_bias"] = self.mask_bias.detach().contiguous()
         return out
 
     def load_state_dict(self, tensors: dict[str, torch.Tensor]) -> None:
@@ -97,14 +107,22 @@ class Adapter:
                     self.future_bias = nn.Parameter(gate, requires_grad=False)
                 else:
                     self.future_bias.copy_(gate)
+            if "mask_bias" in tensors:  # an adapter trained with a separate mask gate
+                gate = tensors["mask_bias"].to(torch.float32).clone()
+                if self.mask_bias is None:
+                    self.mask_bias = nn.Parameter(gate, requires_grad=False)
+                else:
+                    self.mask_bias.copy_(gate)
         if missing:
             raise KeyError(f"adapter is missing {len(missing)} tensors, e.g. {missing[0]}")
 
 
 def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
-           targets: tuple[str, ...] = TARGETS, future_gate: float | None = None) -> Adapter:
+           targets: tuple[str, ...] = TARGETS, future_gate: float | None = None,
+           mask_gate: float | None = None) -> Adapter:
     """Wrap every target linear of a Gemma3 text model's layers in a LoRALinear (inactive by default).
-    `future_gate`: start a canvas gate at this bias (e.g. -6: nearly causal); None: no gate."""
+    `future_gate`: start a canvas gate at this bias (e.g. -6: nearly causal); None: no gate. `mask_gate`: a separate,
+    fixed (not trained) gate at this bias on future `<mask>` keys (e.g. -1e4: never read); needs `future_gate`."""
     state = AdapterState()
     adapter = Adapter(state=state, mask_id=mask_id, rank=rank, alpha=alpha)
     text = text_model(model)
@@ -128,6 +146,9 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
         heads = text.config.num_attention_heads
         adapter.future_bias = nn.Parameter(torch.full((heads,), float(future_gate), dtype=torch.float32,
                                                       device=text.embed_tokens.weight.device))
+        if mask_gate is not None:
+            adapter.mask_bias = nn.Parameter(torch.full((heads,), float(mask_gate), dtype=torch.float32,
+                                                        device=text.embed_tokens.weight.device), requires_grad=False)
     return adapter
 
 
@@ -177,10 +198,11 @@ def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length:
     return masks
 
 
-def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dtype=torch.float32):
+def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dtype=torch.float32,
+               ids: torch.LongTensor | None = None):
     """Boolean decoder masks {kind: [B, 1, L, S + L]} -> additive masks {kind: [B, heads, L, S + L]}: 0 where a key
-    is visible, -inf where not, and the canvas gate on visible canvas keys right of the row. Unchanged without a
-    gate."""
+    is visible, -inf where not, and the canvas gate on visible canvas keys right of the row (the mask gate instead on
+    those that hold `<mask>` in `ids` [B, L], when the adapter has one). Unchanged without a gate."""
     if adapter.future_bias is None:
         return masks
     out = {}
@@ -189,6 +211,10 @@ def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dt
         future = torch.zeros(length, total, dtype=torch.bool, device=m.device)
         future[:, total - length:] = torch.ones(length, length, dtype=torch.bool, device=m.device).triu(1)
         gate = adapter.future_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1)
+        if adapter.mask_bias is not None and ids is not None:
+            masked = torch.zeros(ids.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
+            masked[..., total - length:] = (ids == adapter.mask_id).view(ids.shape[0], 1, 1, length)
+            gate = torch.where(masked, adapter.mask_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), gate)
         bias = torch.where(future.view(1, 1, length, total), gate, torch.zeros((), dtype=dtype, device=m.device))
         out[kind] = torch.where(m, bias, torch.full((), float("-inf"), dtype=dtype, device=m.device))
     return out
@@ -210,7 +236,7 @@ def decoder_hidden(model: nn.Module, adapter: Adapter, ids: torch.LongTensor, po
     adapter has one). Returns final-norm hidden states [B, L, H]."""
     text = text_model(model)
     emb = decoder_embeddings(model, adapter, ids)
-    masks = gate_masks(adapter, masks, ids.shape[1], emb.dtype)
+    masks = gate_masks(adapter, masks, ids.shape[1], emb.dtype, ids)
     adapter.state.active = True
     try:
         out = text(inputs_embeds=emb, position_ids=positions,

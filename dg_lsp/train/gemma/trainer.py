@@ -37,6 +37,11 @@ class Options:
     future_gate: float = -6.0  # the canvas gate's start (adapter.py): nearly causal, so the AR skill is the start
     gate_lr: float = 0.02  # its own rate: Adam moves a parameter about lr per step, and the gate must travel ~6
     no_gate: bool = False  # fully bidirectional from the start (the first session's adapter)
+    # a separate, fixed gate on future <mask> keys (adapter.py's mask gate), e.g. -1e4: a row never reads the masks
+    # to its right, so the canvas gate only decides how much of the suffix head it reads; "" : none
+    mask_gate: str = ""
+    # set the canvas gate to this bias after --init-from (e.g. -3, to open it from a shut start); "": keep
+    reset_gate: str = ""
     ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
     # weight of KL(base || decoder) on each canvas's first masked slot, whose left context is clean: there the base
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
@@ -72,7 +77,8 @@ class Run:
         self.mask_id = self.tok.convert_tokens_to_ids("<mask>")
         self.pad_id = self.tok.pad_token_id
         self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id,
-                                future_gate=None if opts.no_gate else opts.future_gate)
+                                future_gate=None if opts.no_gate else opts.future_gate,
+                                mask_gate=float(opts.mask_gate) if opts.mask_gate and not opts.no_gate else None)
         self.train_files = data.collect("train")
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
@@ -98,6 +104,10 @@ class Run:
                 self.state.update({k: saved[k] for k in ("step", "holes", "scored_tokens", "cpu_seconds", "evals")
                                    if k in saved})
             log.info("initialised from %s", opts.init_from)
+            if opts.reset_gate and self.adapter.future_bias is not None:  # a new run only, never on --resume
+                with torch.no_grad():
+                    self.adapter.future_bias.fill_(float(opts.reset_gate))
+                log.info("canvas gate set to %s", opts.reset_gate)
         self.layer_kinds = set(self.cfg.layer_types)
 
     # -- vocabulary ---------------------------------------------------------------------------
@@ -145,7 +155,9 @@ class Run:
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
         logits = (flat @ head.t()).float()
         loss = F.cross_entropy(logits, batch.targets, reduction="none")
+        end = batch.targets == self.pad_row
         info = {"n": len(batch.targets), "holes": len(holes), "ce": loss.mean().item(),
+                "end": loss[end].detach().mean().item() if bool(end.any()) else None,
                 "hi": loss[batch.noise > 0.8].detach().mean().item() if bool((batch.noise > 0.8).any()) else None,
                 "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
         total = loss.mean()
@@ -159,8 +171,9 @@ class Run:
 
     def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
         """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
-        end (the first pad: the base model never learnt that token, the decoder must), and the cross-entropy there of
-        the base model and of the decoder (the AR skill kept, in nats per token)."""
+        end (the first pad: the base model never learnt that token, the decoder must), on the distributions over every
+        column but the pad's; and the cross-entropy there of the base model and of the decoder (the AR skill kept, in
+        nats per token)."""
         front = batch.frontier & (batch.targets != self.pad_row)
         if not bool(front.any()):
             return None
@@ -169,8 +182,14 @@ class Run:
             teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
             t_logits = (teacher.reshape(-1, teacher.shape[-1]).index_select(0, rows) @ head.t()).float()
             t_logp = F.log_softmax(t_logits, dim=-1)
-        s_logp = F.log_softmax(logits[front], dim=-1)
-        kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
+        # the KL compares the two given that the hole goes on: the pad column is left out of both. The base model
+        # never ends a hole (its pad logit is ~13 nats down), so a KL over the whole row taught the decoder never to
+        # end one either, on every frontier row, against the cross-entropy on the few rows that do end
+        keep = torch.ones(t_logits.shape[-1], dtype=torch.bool, device=t_logits.device)
+        keep[self.pad_row] = False
+        s_cond = F.log_softmax(logits[front][:, keep], dim=-1)
+        t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
+        kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1).mean()
         base_ce = F.nll_loss(t_logp, batch.targets[front]).item()
         return kl, base_ce, loss[front].detach().mean().item()
 
@@ -185,7 +204,7 @@ class Run:
         t0 = time.process_time()
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
-        total, n, holes, his, s1 = 0.0, 0, 0, [], []
+        total, n, holes, his, s1, ends = 0.0, 0, 0, [], [], []
         teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
@@ -202,6 +221,8 @@ class Run:
                 his.append(info["hi"])
             if info["slot1"] is not None:
                 s1.append(info["slot1"])
+            if info["end"] is not None:
+                ends.append(info["end"])
         torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), 1.0)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
@@ -211,7 +232,7 @@ class Run:
         self.state["cpu_seconds"] += time.process_time() - t0
         teacher = {k: sum(v) / len(v) for k, v in teach.items() if v}
         return {**teacher, "loss": total / max(1, n), "hi_noise_loss": sum(his) / max(1, len(his)),
-                "slot1_loss": sum(s1) / max(1, len(s1)), "holes": holes}
+                "slot1_loss": sum(s1) / max(1, len(s1)), "end_loss": sum(ends) / max(1, len(ends)), "holes": holes}
 
     # -- checkpoints --------------------------------------------------------------------------
     def save_checkpoint(self) -> None:
@@ -239,7 +260,7 @@ class Run:
         if not self.state["evals"]:
             self.state["evals"].append(evaluate(self))
             log.info("eval %s", self.state["evals"][-1])
-        acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+        acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
         teach: dict[str, list[float]] = {}
         t_log = time.monotonic()
         while True:
@@ -249,19 +270,21 @@ class Run:
             acc["loss"] += info["loss"]
             acc["hi"] += info["hi_noise_loss"]
             acc["s1"] += info["slot1_loss"]
+            acc["end"] += info["end_loss"]
             acc["n"] += 1
             for k in TEACHER_STATS:
                 if k in info:
                     teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
                 dt = time.monotonic() - t_log
-                log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f | %.2f s/step, holes %d, %.2f CPU-h | gate %s",
-                         self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"], acc["s1"] / acc["n"],
+                log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f hole-end %.3f | %.2f s/step, holes %d, %.2f CPU-h"
+                         " | gate %s", self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"],
+                         acc["s1"] / acc["n"], acc["end"] / acc["n"],
                          dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate())
                 if teach:  # the AR teacher: decoder vs base cross-entropy on frontier rows, and their KL
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))
-                acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "n": 0}
+                acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
                 teach = {}
                 t_log = time.monotonic()
             now = time.monotonic()

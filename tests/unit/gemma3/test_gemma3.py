@@ -99,6 +99,46 @@ def test_closed_canvas_gate_makes_every_clean_row_the_next_token_prediction():
     assert torch.equal(ad.state_dict()["future_bias"], torch.full((dst.config.num_attention_heads,), -2.0))
 
 
+def test_mask_gate_hides_the_masks_to_the_right_but_not_the_tokens():
+    """A separate mask gate (-1e4) with the canvas gate fully open (0): no clean row reads a mask on its right, so
+    the clean rows are the same however many masks follow (within 1e-5), while a clean row with a token on its
+    right reads it (it differs from the base model's next-token prediction). Without the mask gate the masks are
+    read and the rows change with their number. The mask gate is fixed: not trained, but saved and loaded."""
+    src, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3, future_gate=0.0, mask_gate=-1.0e4)
+    ids = [2, 40, 41, 42, 43, 44, 45, 46]
+    n_cached = 4
+    from transformers import DynamicCache
+
+    with torch.no_grad():
+        want = src(input_ids=torch.tensor([ids])).logits[0, n_cached:]
+        cache = DynamicCache(config=dst.config)
+        A.encoder_pass(dst, torch.tensor([ids[:n_cached]]), cache)
+
+    def rows(n_masks):
+        canvas = torch.tensor([ids[n_cached:] + [3] * n_masks])
+        width = canvas.shape[1]
+        masks = {k: torch.ones(1, 1, width, n_cached + width, dtype=torch.bool)
+                 for k in ("full_attention", "sliding_attention")}
+        pos = torch.arange(n_cached, n_cached + width)[None]
+        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks))[0, :4]
+
+    with torch.no_grad():
+        two, six = rows(2), rows(6)
+        assert torch.allclose(two, six, atol=1e-5), float((two - six).abs().max())
+        assert float((want[2] - two[2]).abs().max()) > 1e-3  # row 2 reads the clean token on its right
+        saved = ad.state_dict()["mask_bias"]
+        ad.mask_bias = None  # the masks share the (open) canvas gate
+        shared_two, shared_six = rows(2), rows(6)
+    assert float((shared_two - shared_six).abs().max()) > 1e-3
+    assert torch.equal(saved, torch.full((dst.config.num_attention_heads,), -1.0e4))
+    ad2 = A.inject(_fresh_pair()[1], rank=4, alpha=8.0, mask_id=3, future_gate=0.0, mask_gate=-1.0e4)
+    assert all(p is not ad2.mask_bias for p in ad2.parameters())
+    ad3 = A.inject(_fresh_pair()[1], rank=4, alpha=8.0, mask_id=3, future_gate=0.0)
+    ad3.load_state_dict({**{k: v for k, v in ad.state_dict().items()}, "mask_bias": saved})
+    assert torch.equal(ad3.mask_bias, saved)
+
+
 def test_read_only_cache_is_not_changed():
     from transformers import DynamicCache
 

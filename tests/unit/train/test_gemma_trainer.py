@@ -76,6 +76,23 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     assert info["kl"] > 1e-3, info
     out = run.step()
     assert math.isfinite(out["loss"]) and math.isfinite(out["kl"])
+    assert math.isfinite(out["end_loss"])
+    # the KL leaves the hole's end to the decoder: moving the decoder's pad logit alone does not change it, while
+    # moving another column does
+    seen = {}
+    teacher = run.ar_teacher
+    run.ar_teacher = lambda *a: seen.setdefault("args", a) and teacher(*a)
+    torch.manual_seed(1)
+    run.chunk_loss()
+    run.ar_teacher = teacher
+    batch, ro, head, logits, loss = seen["args"]
+    kl = teacher(batch, ro, head, logits, loss)[0].item()
+    bumped = logits.clone()
+    bumped[:, run.pad_row] += 5.0
+    assert abs(teacher(batch, ro, head, bumped, loss)[0].item() - kl) < 1e-5
+    other = logits.clone()
+    other[:, (run.pad_row + 1) % logits.shape[1]] += 5.0
+    assert abs(teacher(batch, ro, head, other, loss)[0].item() - kl) > 1e-3
     # the hole's end (the first pad) is left to the decoder: canvases whose only target is it get no KL row
     import random
 
