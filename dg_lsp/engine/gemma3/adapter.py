@@ -13,9 +13,9 @@ opens the gate as far as seeing the suffix head and the other rows pays. 0 is fu
 
 The mask gate (`mask_bias`, optional, one scalar per query head): the same bias, but on future canvas keys that hold
 `<mask>` (no content, only a position). Without it the canvas gate covers them too (every adapter trained before it).
-With it the two are separate: a very negative mask gate keeps a row from reading the many masks to its right (their
-small weights add up over a long canvas), while the canvas gate decides how far the pinned suffix head and accepted
-slots to the right are read.
+With it the two are separate: a very negative mask gate keeps a row from reading the masks to its right, so the
+canvas gate can open on the pinned suffix head and accepted slots to the right without opening on the masks too
+(docs/results/gemma-adaptation.md, sixth session).
 
 Used by the trainer (dg_lsp/train/gemma/) and by the engine's Gemma 3 runner, so both run the same code.
 """
