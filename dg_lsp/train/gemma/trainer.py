@@ -183,7 +183,7 @@ class Run:
             t_logits = (teacher.reshape(-1, teacher.shape[-1]).index_select(0, rows) @ head.t()).float()
             t_logp = F.log_softmax(t_logits, dim=-1)
         # the KL compares the two given that the hole goes on: the pad column is left out of both. The base model
-        # never ends a hole (its pad logit is ~13 nats down), so a KL over the whole row taught the decoder never to
+        # never ends a hole (log p(pad) about -40 on code), so a KL over the whole row taught the decoder never to
         # end one either, on every frontier row, against the cross-entropy on the few rows that do end
         keep = torch.ones(t_logits.shape[-1], dtype=torch.bool, device=t_logits.device)
         keep[self.pad_row] = False
