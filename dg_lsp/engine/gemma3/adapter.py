@@ -101,18 +101,13 @@ class Adapter:
                     getattr(m, part).copy_(tensors[key].to(torch.float32))
             if self.mask_embedding is not None and "mask_embedding" in tensors:
                 self.mask_embedding.copy_(tensors["mask_embedding"].to(self.mask_embedding.dtype))
-            if "future_bias" in tensors:  # an adapter trained with the canvas gate
-                gate = tensors["future_bias"].to(torch.float32).clone()
-                if self.future_bias is None:
-                    self.future_bias = nn.Parameter(gate, requires_grad=False)
-                else:
-                    self.future_bias.copy_(gate)
-            if "mask_bias" in tensors:  # an adapter trained with a separate mask gate
-                gate = tensors["mask_bias"].to(torch.float32).clone()
-                if self.mask_bias is None:
-                    self.mask_bias = nn.Parameter(gate, requires_grad=False)
-                else:
-                    self.mask_bias.copy_(gate)
+            for name in ("future_bias", "mask_bias"):  # an adapter trained with the canvas gate / the mask gate
+                if name in tensors:
+                    gate = tensors[name].to(torch.float32).clone()
+                    if getattr(self, name) is None:
+                        setattr(self, name, nn.Parameter(gate, requires_grad=False))
+                    else:
+                        getattr(self, name).copy_(gate)
         if missing:
             raise KeyError(f"adapter is missing {len(missing)} tensors, e.g. {missing[0]}")
 

@@ -135,7 +135,7 @@ def test_mask_gate_hides_the_masks_to_the_right_but_not_the_tokens():
     ad2 = A.inject(_fresh_pair()[1], rank=4, alpha=8.0, mask_id=3, future_gate=0.0, mask_gate=-1.0e4)
     assert all(p is not ad2.mask_bias for p in ad2.parameters())
     ad3 = A.inject(_fresh_pair()[1], rank=4, alpha=8.0, mask_id=3, future_gate=0.0)
-    ad3.load_state_dict({**{k: v for k, v in ad.state_dict().items()}, "mask_bias": saved})
+    ad3.load_state_dict({**ad.state_dict(), "mask_bias": saved})
     assert torch.equal(ad3.mask_bias, saved)
 
 
