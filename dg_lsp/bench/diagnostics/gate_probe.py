@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                                 ltr=1.0)
             hidden = A.decoder_hidden(run.model, run.adapter, b.ids, b.positions, ro, b.masks)
             flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, b.rows)
-            loss = F.cross_entropy((flat @ head.t()).float(), b.targets, reduction="none")
+            loss = F.cross_entropy(A.decoder_logits(run.adapter, flat, head, run.pad_row), b.targets, reduction="none")
             for key, sel in (("front", b.frontier), ("all", torch.ones_like(b.frontier)),
                              ("end", b.frontier & (b.targets == run.pad_row))):
                 sums[key][0] += loss[sel].sum().item()

@@ -17,6 +17,11 @@ With it the two are separate: a very negative mask gate keeps a row from reading
 canvas gate can open on the pinned suffix head and accepted slots to the right without opening on the masks too
 (docs/results/gemma-adaptation.md, sixth session).
 
+The end head (`end_row` [H] and `end_bias` [1], optional): a learned score added to the pad's output column, which
+ends the hole. The output head is the frozen tied embedding, and pretraining never used the pad (the base model's
+log p(pad) is about -40 on code), so only the deltas could raise it, shared with every other output; the end head
+gives the decision to end its own parameters (`decoder_logits`). Zero at the start: exactly the frozen head.
+
 Used by the trainer (dg_lsp/train/gemma/) and by the engine's Gemma 3 runner, so both run the same code.
 """
 
@@ -69,11 +74,14 @@ class Adapter:
     alpha: float = 0.0
     future_bias: nn.Parameter | None = None  # [heads] the canvas gate (None: fully bidirectional)
     mask_bias: nn.Parameter | None = None  # [heads] the mask gate (None: future masks share the canvas gate)
+    end_row: nn.Parameter | None = None  # [H] added to the pad's output row (the end head; None: none)
+    end_bias: nn.Parameter | None = None  # [1] added to the pad's logit
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]
         ps += [self.mask_embedding] if self.mask_embedding is not None else []
         ps += [self.future_bias] if self.future_bias is not None else []
+        ps += [p for p in (self.end_row, self.end_bias) if p is not None]
         return ps + ([self.mask_bias] if self.mask_bias is not None and self.mask_bias.requires_grad else [])
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -85,8 +93,9 @@ class Adapter:
             out["mask_embedding"] = self.mask_embedding.detach().contiguous()
         if self.future_bias is not None:
             out["future_bias"] = self.future_bias.detach().contiguous()
-        if self.mask_bias is not None:
-            out["mask_bias"] = self.mask_bias.detach().contiguous()
+        for name in ("mask_bias", "end_row", "end_bias"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name).detach().contiguous()
         return out
 
     def load_state_dict(self, tensors: dict[str, torch.Tensor]) -> None:
@@ -101,7 +110,8 @@ class Adapter:
                     getattr(m, part).copy_(tensors[key].to(torch.float32))
             if self.mask_embedding is not None and "mask_embedding" in tensors:
                 self.mask_embedding.copy_(tensors["mask_embedding"].to(self.mask_embedding.dtype))
-            for name in ("future_bias", "mask_bias"):  # an adapter trained with the canvas gate / the mask gate
+            # an adapter trained with the canvas gate / the mask gate / the end head
+            for name in ("future_bias", "mask_bias", "end_row", "end_bias"):
                 if name in tensors:
                     gate = tensors[name].to(torch.float32).clone()
                     if getattr(self, name) is None:
@@ -114,10 +124,11 @@ class Adapter:
 
 def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
            targets: tuple[str, ...] = TARGETS, future_gate: float | None = None,
-           mask_gate: float | None = None) -> Adapter:
+           mask_gate: float | None = None, end_head: bool = False) -> Adapter:
     """Wrap every target linear of a Gemma3 text model's layers in a LoRALinear (inactive by default).
     `future_gate`: start a canvas gate at this bias (e.g. -6: nearly causal); None: no gate. `mask_gate`: a separate,
-    fixed (not trained) gate at this bias on future `<mask>` keys (e.g. -1e4: never read); needs `future_gate`."""
+    fixed (not trained) gate at this bias on future `<mask>` keys (e.g. -1e4: never read); needs `future_gate`.
+    `end_head`: a trained end head, zero at the start (see the module docstring)."""
     state = AdapterState()
     adapter = Adapter(state=state, mask_id=mask_id, rank=rank, alpha=alpha)
     text = text_model(model)
@@ -144,7 +155,23 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
         if mask_gate is not None:
             adapter.mask_bias = nn.Parameter(torch.full((heads,), float(mask_gate), dtype=torch.float32,
                                                         device=text.embed_tokens.weight.device), requires_grad=False)
+    if end_head:
+        dev = text.embed_tokens.weight.device
+        adapter.end_row = nn.Parameter(torch.zeros(text.config.hidden_size, dtype=torch.float32, device=dev))
+        adapter.end_bias = nn.Parameter(torch.zeros(1, dtype=torch.float32, device=dev))
     return adapter
+
+
+def decoder_logits(adapter: Adapter, hidden: torch.Tensor, head: torch.Tensor, end_column: int | None) -> torch.Tensor:
+    """A decoder pass's float32 logits over the restricted head: hidden [..., H] @ head [V', H]^T, plus, with an end
+    head, `hidden @ end_row + end_bias` on the pad's column `end_column`."""
+    logits = (hidden @ head.t().to(hidden.dtype)).float()
+    if adapter.end_row is None or end_column is None:
+        return logits
+    extra = hidden.float() @ adapter.end_row.float() + adapter.end_bias.float()  # [...]
+    column = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=logits.device)
+    column[end_column] = 1.0
+    return logits + extra.unsqueeze(-1) * column
 
 
 def text_model(model: nn.Module) -> nn.Module:

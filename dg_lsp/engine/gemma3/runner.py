@@ -70,7 +70,7 @@ class Gemma3Runner(ModelRunner):
         positions = position_ids.to(self.device).expand(b, -1)
         ro = A.ReadOnlyCache.of(cache, batch=b)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask)  # [B, L, H]
-        small = (hidden @ self._head.t().to(hidden.dtype)).float()  # [B, L, V'] row j -> position j+1
+        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column)  # [B, L, V'] row j -> j+1
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
         logits = shifted
         # after the first pad of a row, only pads

@@ -26,10 +26,11 @@ def tiny_config(vocab_size: int):
 
 
 def build_tiny(out_dir: str | Path, seed: int = 0, vocab_size: int = 384, rank: int = 4,
-               delta_scale: float = 0.02, vocab_keep: int | None = None, future_gate: float | None = None) -> Path:
+               delta_scale: float = 0.02, vocab_keep: int | None = None, future_gate: float | None = None,
+               end_bias: float | None = None) -> Path:
     """Returns the adapter directory. `delta_scale` 0 gives an adapter that changes nothing (B = 0);
     `vocab_keep` restricts the output vocabulary to the first N ids (default: all); `future_gate` gives the
-    adapter a canvas gate at that bias (adapter.py)."""
+    adapter a canvas gate at that bias, `end_bias` an end head (zero row) with that bias (adapter.py)."""
     import torch
     from safetensors.torch import save_file
     from transformers import Gemma3ForCausalLM
@@ -42,10 +43,12 @@ def build_tiny(out_dir: str | Path, seed: int = 0, vocab_size: int = 384, rank: 
     torch.manual_seed(seed)
     model = Gemma3ForCausalLM(tiny_config(vocab_size)).eval()
     model.save_pretrained(str(base))
-    ad = A.inject(model, rank, 2.0 * rank, MASK_ID, future_gate=future_gate)
+    ad = A.inject(model, rank, 2.0 * rank, MASK_ID, future_gate=future_gate, end_head=end_bias is not None)
     with torch.no_grad():
         for m in ad.modules.values():
             m.lora_b.normal_(0.0, delta_scale) if delta_scale else m.lora_b.zero_()
+        if end_bias is not None:
+            ad.end_bias.fill_(float(end_bias))
     tensors = ad.state_dict()
     n = vocab_keep or vocab_size
     tensors["vocab_ids"] = torch.arange(n, dtype=torch.int32)

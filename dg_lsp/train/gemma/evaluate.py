@@ -48,7 +48,7 @@ def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: flo
     steps = 0
     for steps in range(1, max_steps + 1):
         hidden = A.decoder_hidden(run.model, run.adapter, ids, pos, ro, masks)
-        probs = (hidden[0, :HOLE_SLOTS] @ w.t()).float().softmax(-1)  # row j predicts slot j+1
+        probs = A.decoder_logits(run.adapter, hidden[0, :HOLE_SLOTS], w, run.pad_row).softmax(-1)  # row j -> j+1
         conf, arg = probs.max(-1)
         slots = ids[0, 1:1 + HOLE_SLOTS]
         is_pad = slots == run.pad_id
@@ -101,7 +101,8 @@ def heldout_loss(run, n: int = 32) -> float:
                                 noise=1.0)  # fully masked: the first denoising step
         hidden = A.decoder_hidden(run.model, run.adapter, batch.ids, batch.positions, ro, batch.masks)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
-        logits = (flat @ run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight).t()).float()
+        logits = A.decoder_logits(run.adapter, flat, run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight),
+                                  run.pad_row)
         total += F.cross_entropy(logits, batch.targets, reduction="sum").item()
         count += len(holes)
         tokens += len(batch.targets)

@@ -42,6 +42,11 @@ class Options:
     mask_gate: str = ""
     # set the canvas gate to this bias after --init-from (e.g. -3, to open it from a shut start); "": keep
     reset_gate: str = ""
+    # a trained end head (adapter.py): its own score on the pad's output column, the hole's end; zero at the start.
+    # Its row learns at `end_lr`, its bias at `end_bias_lr` (a scalar that may have to travel several nats)
+    end_head: bool = False
+    end_lr: float = 1e-3
+    end_bias_lr: float = 0.02
     ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
     # weight of KL(base || decoder) on each canvas's first masked slot, whose left context is clean: there the base
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
@@ -78,7 +83,8 @@ class Run:
         self.pad_id = self.tok.pad_token_id
         self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id,
                                 future_gate=None if opts.no_gate else opts.future_gate,
-                                mask_gate=float(opts.mask_gate) if opts.mask_gate and not opts.no_gate else None)
+                                mask_gate=float(opts.mask_gate) if opts.mask_gate and not opts.no_gate else None,
+                                end_head=opts.end_head)
         self.train_files = data.collect("train")
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
@@ -87,9 +93,13 @@ class Run:
         self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
                                     seed=opts.seed)
         self.rng = random.Random(opts.seed + 1)
-        gate = [self.adapter.future_bias] if self.adapter.future_bias is not None else []
-        rest = [p for p in self.adapter.parameters() if all(p is not g for g in gate)]
+        ad = self.adapter
+        gate = [ad.future_bias] if ad.future_bias is not None else []
+        end = [ad.end_row, ad.end_bias] if opts.end_head else []
+        rest = [p for p in ad.parameters() if all(p is not g for g in gate + end)]
         groups = [{"params": rest, "base_lr": opts.lr}] + ([{"params": gate, "base_lr": opts.gate_lr}] if gate else [])
+        groups += [{"params": [ad.end_row], "base_lr": opts.end_lr},
+                   {"params": [ad.end_bias], "base_lr": opts.end_bias_lr}] if end else []
         self.opt = torch.optim.AdamW(groups, lr=opts.lr, weight_decay=0.0, betas=(0.9, 0.99))
         self.state = {"step": 0, "holes": 0, "scored_tokens": 0, "cpu_seconds": 0.0, "evals": []}
         if opts.resume and (self.out / "adapter.safetensors").is_file():
@@ -153,7 +163,7 @@ class Run:
         hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
-        logits = (flat @ head.t()).float()
+        logits = A.decoder_logits(self.adapter, flat, head, self.pad_row)
         loss = F.cross_entropy(logits, batch.targets, reduction="none")
         end = batch.targets == self.pad_row
         info = {"n": len(batch.targets), "holes": len(holes), "ce": loss.mean().item(),
@@ -199,6 +209,13 @@ class Run:
     def gate(self) -> list[float]:
         fb = self.adapter.future_bias
         return [] if fb is None else [round(v, 2) for v in fb.detach().tolist()]
+
+    def end_head(self) -> str:
+        """The end head for the log line: its bias and its row's norm ("" without one)."""
+        ad = self.adapter
+        if ad.end_row is None:
+            return ""
+        return f" | end head bias {ad.end_bias.item():.2f} row {ad.end_row.detach().norm().item():.2f}"
 
     def step(self) -> dict:
         t0 = time.process_time()
@@ -248,7 +265,10 @@ class Run:
         self.adapter.load_state_dict(load_file(str(self.out / "adapter.safetensors")))
         opt_path = self.out / "optimizer.pt"
         if opt_path.is_file():
-            self.opt.load_state_dict(torch.load(opt_path, weights_only=True))
+            try:
+                self.opt.load_state_dict(torch.load(opt_path, weights_only=True))
+            except ValueError as exc:  # the parameter groups changed (e.g. --end-head added on a resume)
+                log.warning("optimizer state not restored (%s); Adam starts afresh", exc)
         saved = json.loads((self.out / "train_state.json").read_text())
         self.state = {k: saved.get(k, v) for k, v in self.state.items()}
         log.info("resumed at step %d", self.state["step"])
@@ -278,9 +298,10 @@ class Run:
             if self.state["step"] % self.opts.log_every == 0:
                 dt = time.monotonic() - t_log
                 log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f hole-end %.3f | %.2f s/step, holes %d, %.2f CPU-h"
-                         " | gate %s", self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"],
+                         " | gate %s%s", self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"],
                          acc["s1"] / acc["n"], acc["end"] / acc["n"],
-                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate())
+                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate(),
+                         self.end_head())
                 if teach:  # the AR teacher: decoder vs base cross-entropy on frontier rows, and their KL
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))

@@ -220,6 +220,41 @@ def test_engine_loads_and_applies_the_canvas_gate(tmp_path):
         engine.close()
 
 
+def test_engine_loads_and_applies_the_end_head(tmp_path):
+    """An exported end head at zero changes no logit (the frozen head, exactly); its bias moves the pad's column
+    alone, and a large one makes the pad every hole slot's choice, so the engine returns an empty completion."""
+    from dg_lsp.engine import Engine
+
+    plain = Engine.load(str(build_tiny(tmp_path / "plain", delta_scale=0.0)), device="cpu")
+    ended = Engine.load(str(build_tiny(tmp_path / "ended", delta_scale=0.0, end_bias=0.0)), device="cpu")
+    try:
+        runner = ended.runner
+        assert plain.runner.adapter.end_row is None and runner.adapter.end_row is not None
+        req = InfillRequest(prefix="def f(x):\n    return ", suffix="\n", params=DenoiseParams(temperature=0))
+        prompt, canvas, _ = ended.prepare(req)
+        cache, _ = runner.encode(prompt)
+        ids = canvas.canvas_ids.clone()
+        hole = slice(1, canvas.length - canvas.suffix_head_len)
+        ids[0, hole] = ended.spec.mask_token_id
+        want = plain.runner.decode(ids, cache, canvas.position_ids(), None, None)
+        got = runner.decode(ids, cache, canvas.position_ids(), None, None)
+        assert torch.equal(got, want)
+        runner.adapter.end_bias.data.fill_(3.0)
+        moved = runner.decode(ids, cache, canvas.position_ids(), None, None)
+        others = torch.ones(moved.shape[-1], dtype=torch.bool)
+        others[runner.pad_column] = False
+        assert torch.equal(moved[..., others], want[..., others])
+        assert torch.allclose(moved[..., runner.pad_column], want[..., runner.pad_column] + 3.0, atol=1e-5)
+        assert plain.infill(InfillRequest(prefix=req.prefix, suffix="\n", params=req.params)).text != ""
+        runner.adapter.end_bias.data.fill_(1e3)
+        argmax = runner.decode(ids, cache, canvas.position_ids(), None, None)[0, hole].argmax(-1)
+        assert bool((argmax == runner.pad_column).all())
+        assert ended.infill(InfillRequest(prefix=req.prefix, suffix="\n", params=req.params)).text == ""
+    finally:
+        plain.close()
+        ended.close()
+
+
 def test_objective_canvas_layout():
     from dg_lsp.train.gemma import objective
     from dg_lsp.train.gemma.data import Hole

@@ -52,6 +52,44 @@ def test_init_from_step_checkpoint_resume_export(tmp_path):
         engine.close()
 
 
+def test_end_head_trains_from_zero_resumes_and_exports(tmp_path):
+    """--end-head on --init-from an adapter without one: the head starts at zero, a step moves it (the hole-end
+    targets reach it), a resume restores it, and the export carries it into the engine."""
+    from dg_lsp.engine import Engine
+    from dg_lsp.train.gemma.export import export_dir
+    from dg_lsp.train.gemma.trainer import Options, Run
+
+    adapted = build_tiny(tmp_path / "tiny", delta_scale=0.0)
+    opts = Options(base=str(adapted.parent / "base"), out=str(tmp_path / "run"), init_from=str(adapted), rank=4,
+                   alpha=8.0, holes_per_chunk=4, chunk_tokens=96, head_tokens=4, lr=1e-2, warmup=1, end_head=True)
+    run = Run(opts)
+    ad = run.adapter
+    assert ad.end_bias.item() == 0.0 and ad.end_row.detach().abs().sum().item() == 0.0
+    groups = [[id(p) for p in g["params"]] for g in run.opt.param_groups]
+    assert any(id(ad.end_bias) in g for g in groups) and any(id(ad.end_row) in g for g in groups)
+    for _ in range(3):
+        run.step()
+    assert ad.end_bias.item() != 0.0 and ad.end_row.detach().abs().sum().item() > 0.0
+    run.save_checkpoint()
+    resumed = Run(Options(**{**opts.__dict__, "resume": True, "init_from": ""}))
+    assert torch.equal(resumed.adapter.end_row, ad.end_row) and torch.equal(resumed.adapter.end_bias, ad.end_bias)
+
+    import json
+
+    out = export_dir(tmp_path / "run", tmp_path / "exported")
+    meta = json.loads((out / "dg_lsp.json").read_text())
+    meta["base"] = {"name": "tiny", "path": str(adapted.parent / "base")}
+    meta["adapter"]["hole_slots"] = 12
+    (out / "dg_lsp.json").write_text(json.dumps(meta))
+    engine = Engine.load(str(out), device="cpu")
+    try:
+        loaded = engine.runner.adapter
+        assert torch.allclose(loaded.end_row, ad.end_row.detach(), rtol=1e-2, atol=1e-3)  # bfloat16 in the export
+        assert torch.allclose(loaded.end_bias, ad.end_bias.detach(), rtol=1e-2, atol=1e-3)
+    finally:
+        engine.close()
+
+
 def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     """With zero deltas and the canvas gate shut, a canvas's first masked slot sees exactly what the base model sees
     after the same clean tokens, so the teacher's KL is 0 and both cross-entropies agree: the teacher's rows,
