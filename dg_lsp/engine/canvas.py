@@ -31,9 +31,10 @@ class InfillCanvas:
     lead: int = 0
     # [V] logit columns the hole's first slot may take (token healing of a trailing space); None: any
     first_columns: torch.BoolTensor | None = None
-    # [V] logit columns whose token holds a line break: a left-to-right loop stops once the line up to one is
-    # accepted and stable (InfillRequest.line_only, DenoiseLoop.first_line_settled); None: no such stop
-    line_end: torch.BoolTensor | None = None
+    # [V] logit columns after which the shown answer ends: a token holding a line break (InfillRequest.line_only)
+    # and the pad where the runner ends a hole at its first pad (ModelRunner.ends_at_first_pad). A left-to-right
+    # loop stops once the answer up to one is accepted and stable (DenoiseLoop.answer_settled); None: no such stop
+    ends: torch.BoolTensor | None = None
 
     @property
     def batch_size(self) -> int:

@@ -90,32 +90,34 @@ class DenoiseLoop:
 
     def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
              entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams,
-             line_end: torch.BoolTensor | None = None) -> torch.BoolTensor:
+             ends: torch.BoolTensor | None = None) -> torch.BoolTensor:
         """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
         in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
         this step: each slot passed the entropy bound when it was taken, with clean slots on its left. And, with
-        `line_end` (InfillRequest.line_only), a row whose first line is accepted and stable (first_line_settled)."""
+        `ends` (InfillCanvas.ends), a row whose answer up to its first end is accepted and stable (answer_settled)."""
         previous = history[-1] if history else None
         done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
                                             params.confidence_threshold)
         if self.left_to_right and previous is not None:
             full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
             done = done | (full & (previous == new_argmax).all(dim=-1))
-            if line_end is not None:
-                done = done | self.first_line_settled(previous, new_current, new_argmax, hole, line_end)
+            if ends is not None:
+                done = done | self.answer_settled(previous, new_current, new_argmax, hole, ends)
         return done
 
-    def first_line_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
-                           new_argmax: torch.LongTensor, hole: torch.BoolTensor,
-                           line_end: torch.BoolTensor) -> torch.BoolTensor:
-        """Rows whose accepted slots hold a line break and whose slots up to the first one kept their argmax in
-        this step: the loop's own stop test (accepted and stable) on the only line that will be shown."""
+    def answer_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
+                       new_argmax: torch.LongTensor, hole: torch.BoolTensor, ends: torch.BoolTensor) -> torch.BoolTensor:
+        """Rows whose accepted slots hold an end (a line break of a line-only request, or the pad that ends the
+        hole) and whose slots up to the first one kept their argmax in this step: the loop's own stop test
+        (accepted and stable) on the only part that will be shown. The answer reads the argmax canvas, so the
+        first end must also be the argmax there (a sampled end need not be), or the answer would run on past it."""
         accepted = hole & (new_current != self.mask_id)
-        breaks = accepted & line_end.to(new_current.device)[self.runner.columns_of(new_current)]
+        breaks = accepted & ends.to(new_current.device)[self.runner.columns_of(new_current)]
         first = breaks.int().argmax(dim=-1, keepdim=True)  # the first break's position (0 when there is none)
         upto = torch.arange(hole.shape[-1], device=hole.device).unsqueeze(0) <= first
         same = ((previous == new_argmax) | ~hole | ~upto).all(dim=-1)
-        return breaks.any(dim=-1) & same
+        kept = (new_argmax.gather(-1, first) == new_current.gather(-1, first)).squeeze(-1)
+        return breaks.any(dim=-1) & same & kept
 
     def biases(self, canvas: InfillCanvas) -> list[tuple[int, torch.Tensor]]:
         """The canvas's token biases as (logit column, [B, L] bias on the device); tokens the head lacks dropped."""
@@ -162,7 +164,7 @@ class DenoiseLoop:
                 new_current = torch.where(finished[:, None], current, new_current)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = sampler.token_entropy(processed, params.reference_sampling)
-            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.line_end)
+            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.ends)
             current, argmax = new_current, new_argmax
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):

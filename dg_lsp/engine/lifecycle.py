@@ -127,9 +127,24 @@ class InfillLifecycle:
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if healing.constrained(heal):
             canvas.first_columns = self.first_columns(heal)
-        if request.line_only and self.loop.left_to_right and "\n" not in heal:
-            canvas.line_end = self.token_texts("\n", "in")
+        if self.loop.left_to_right:
+            ends = []
+            if request.line_only and "\n" not in heal:
+                ends.append(self.token_texts("\n", "in"))
+            if self.runner.ends_at_first_pad:
+                ends.append(self.pad_columns())
+            canvas.ends = None if not ends else ends[0] if len(ends) == 1 else ends[0] | ends[1]
         return canvas.prompt_ids, canvas, heal
+
+    def pad_columns(self) -> torch.BoolTensor:
+        """[V] the decoder's logit columns that hold the pad (where the runner ends a hole). Computed once."""
+        ids = self._column_ids()
+        key = ("pad", len(ids), ids[-1] if len(ids) else None)
+        cached = self._token_texts.get(key)
+        if cached is None:
+            cached = torch.tensor([i == self.pad_id for i in ids], dtype=torch.bool)
+            self._token_texts[key] = cached
+        return cached
 
     def first_columns(self, heal: str, ids=None) -> torch.BoolTensor:
         """Which of `ids` (default: the decoder's logit columns) a healed space's first token may be: tokens that
@@ -230,10 +245,12 @@ class InfillLifecycle:
         st["cancelled"] += int(result.cancelled)
 
     def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
-        """The text of a row's hole (pads and special tokens dropped, cut at end-of-text) and its token count."""
+        """The text of a row's hole (pads and special tokens dropped, cut at end-of-text, and at the first pad where
+        the runner ends a hole there) and its token count."""
         ids = []
+        cut_at_pad = self.runner.ends_at_first_pad
         for t in row[lead:lead + hole].tolist():
-            if t == self.eos_id:
+            if t == self.eos_id or (cut_at_pad and t == self.pad_id):
                 break
             if t != self.pad_id and t not in self.tokenizer.all_special_ids:
                 ids.append(t)

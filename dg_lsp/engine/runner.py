@@ -18,6 +18,9 @@ class ModelRunner:
         self.canvas_length = self.model.config.canvas_length
 
     supports_static = True  # engine/fast's fixed-shape path can stand in for it
+    # True where a hole ends at its first pad (every later slot is forced to pad: the Gemma runner); here pads are
+    # only dropped from the answer, wherever they are
+    ends_at_first_pad = False
     # decode() logits cover the whole vocabulary; a runner with a restricted output head sets its OutputVocab
     # (engine/gemma3/vocab.py) here, and the loop maps logit columns to token ids through it
     output_vocab = None

@@ -24,6 +24,7 @@ from .vocab import OutputVocab
 
 class Gemma3Runner(ModelRunner):
     supports_static = False  # the fixed-shape/compiled path (engine/fast) is DiffusionGemma's
+    ends_at_first_pad = True  # decode() forces every slot after a row's first pad to pad
 
     def __init__(self, loaded, adapter: A.Adapter, vocab: OutputVocab, canvas_length: int):
         self.loaded = loaded

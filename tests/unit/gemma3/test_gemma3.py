@@ -334,3 +334,49 @@ def test_greedy_stops_before_max_steps(adapted_dir, monkeypatch):
         engine.close()
     assert fast.steps < 12, fast.steps
     assert slow.steps == 12, slow.steps
+
+
+def test_a_left_to_right_fill_stops_once_the_hole_end_is_accepted(tmp_path, monkeypatch):
+    """The Gemma runner ends a hole at its first pad (every later slot is forced to pad), so a left-to-right fill
+    stops at the step that accepts that pad, with the answer up to it, instead of running two more forwards until
+    the forced pads are accepted and stable. The model: the decoder's logits replaced (before the runner's shift
+    and pad forcing) by one favourite per position, sure enough to be accepted one slot a step and never confident,
+    with the pad the third slot's favourite. With the runner's flag off (the old stop tests only) the same fill
+    runs 5 steps and gives the same answer."""
+    import json
+    import math
+
+    from dg_lsp.engine import Engine, sampler
+
+    adapted = build_tiny(tmp_path / "tiny", delta_scale=0.0)
+    meta = json.loads((adapted / "dg_lsp.json").read_text())
+    (adapted / "dg_lsp.json").write_text(json.dumps({**meta, "unmask_order": "left_to_right"}))
+    engine = Engine.load(str(adapted), device="cpu")
+    runner = engine.runner
+    gap = math.log(9.0) * sampler.GREEDY_ACCEPT_TEMPERATURE
+
+    def logits_by_position(length):
+        best = 40 + torch.arange(length)
+        best[3] = runner.pad_id  # position 3: the third hole slot (the lead is position 0)
+        return best
+
+    def designed(adapter, hidden, head, end_column):
+        b, length = hidden.shape[:2]
+        out = torch.full((b, length, head.shape[0]), -30.0)
+        pos = torch.arange(1, length + 1)  # row j predicts position j + 1
+        out[:, torch.arange(length), logits_by_position(length + 1)[pos]] = gap
+        out[:, torch.arange(length), 200 + pos] = 0.0
+        return out
+
+    monkeypatch.setattr(A, "decoder_logits", designed)
+    try:
+        assert runner.ends_at_first_pad
+        req = dict(prefix="x =", suffix="\n", params=DenoiseParams(temperature=0, max_steps=12))
+        early = engine.infill(InfillRequest(**req))
+        monkeypatch.setattr(runner, "ends_at_first_pad", False)
+        late = engine.infill(InfillRequest(**req))
+        answer = engine.tokenizer.decode([41, 42])
+    finally:
+        engine.close()
+    assert early.steps == 3 and early.text == answer, early
+    assert late.steps == 5 and late.text == answer, late
