@@ -5,10 +5,11 @@
 A diagnostic, not a benchmark of the product. It draws N held-out holes (the packages and stdlib modules the trainer
 never sees), builds left-to-right canvases as the trainer does (`objective.build(ltr=1.0)`: clean slots, then
 masks from a cut), and prints the cross-entropy on the frontier slot (the first masked one, whose left context is
-clean), on every masked slot, and on the frontier slot when its target is the hole's end (the first pad). It prints
+clean), on every masked slot, and on the frontier slot when its target is the hole's end (the first pad), and the
+mean probability the decoder gives the end on frontier slots where the hole goes on (a premature end). It prints
 one row per gate setting: the adapter as trained; with the future `<mask>` keys kept out by a mask gate (-1e4); and
-with that mask gate and the canvas gate (over the suffix head) set to -4, -2, -1 and 0, without training.
-Results in docs/results/gemma-adaptation.md (sixth session).
+with that mask gate and the canvas gate (over the suffix head) set to -4, -2, -1 and 0, without training
+(`--as-trained`: the first row only). Results in docs/results/gemma-adaptation.md (sixth session).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.gate_probe")
     p.add_argument("n", nargs="?", type=int, default=40, help="held-out holes to score")
     p.add_argument("--model", default=str(Path(__file__).resolve().parents[2] / "model" / "gemma"))
+    p.add_argument("--as-trained", action="store_true", help="only the adapter's own gates")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     from transformers import DynamicCache
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
     @torch.no_grad()
     def score():
         rng = random.Random(7)
-        sums = {"front": [0.0, 0], "all": [0.0, 0], "end": [0.0, 0]}
+        sums = {"front": [0.0, 0], "all": [0.0, 0], "end": [0.0, 0], "early": [0.0, 0]}
         for ids, holes in chunks:
             cache = DynamicCache(config=run.cfg)
             A.encoder_pass(run.model, torch.tensor([ids]), cache)
@@ -66,15 +68,20 @@ def main(argv=None) -> int:
                                 ltr=1.0)
             hidden = A.decoder_hidden(run.model, run.adapter, b.ids, b.positions, ro, b.masks)
             flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, b.rows)
-            loss = F.cross_entropy(A.decoder_logits(run.adapter, flat, head, run.pad_row), b.targets, reduction="none")
+            logits = A.decoder_logits(run.adapter, flat, head, run.pad_row)
+            loss = F.cross_entropy(logits, b.targets, reduction="none")
+            goes_on = b.frontier & (b.targets != run.pad_row)
+            sums["early"][0] += logits[goes_on].softmax(-1)[:, run.pad_row].sum().item()
+            sums["early"][1] += int(goes_on.sum())
             for key, sel in (("front", b.frontier), ("all", torch.ones_like(b.frontier)),
                              ("end", b.frontier & (b.targets == run.pad_row))):
                 sums[key][0] += loss[sel].sum().item()
                 sums[key][1] += int(sel.sum())
         return {k: (s / n if n else float("nan"), n) for k, (s, n) in sums.items()}
 
-    print(f"{'gates':40s} {'frontier CE':>12s} {'all masked CE':>14s} {'hole-end CE':>12s}  (frontier slots, hole ends)")
-    for name, mask_gate, canvas_gate in configs:
+    print(f"{'gates':40s} {'frontier CE':>12s} {'all masked CE':>14s} {'hole-end CE':>12s} {'p(end) early':>13s}"
+          "  (frontier slots, hole ends)")
+    for name, mask_gate, canvas_gate in configs[:1] if a.as_trained else configs:
         ad = run.adapter
         if mask_gate == "trained":
             ad.mask_bias = trained_mask
@@ -82,8 +89,8 @@ def main(argv=None) -> int:
             ad.mask_bias = torch.nn.Parameter(torch.full_like(trained, mask_gate), requires_grad=False)
         ad.future_bias.data.copy_(trained if canvas_gate is None else torch.full_like(trained, canvas_gate))
         s = score()
-        print(f"{name:40s} {s['front'][0]:12.3f} {s['all'][0]:14.3f} {s['end'][0]:12.3f}  ({s['front'][1]}, "
-              f"{s['end'][1]})", flush=True)
+        print(f"{name:40s} {s['front'][0]:12.3f} {s['all'][0]:14.3f} {s['end'][0]:12.3f} {s['early'][0]:13.4f}  "
+              f"({s['front'][1]}, {s['end'][1]})", flush=True)
     return 0
 
 
