@@ -105,7 +105,9 @@ def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: 
                          settled: torch.BoolTensor) -> torch.BoolTensor:
     """The EB rule in canvas order. `settled`: eligible positions that already hold an accepted token (not noise)
     in this step's input; under this rule they are the hole's leading positions, and they stay accepted (re-drawn
-    from this step's logits). The open ones are accepted from the left while the entropy summed over the open
+    from this step's logits). Re-drawing is what corrects a guess accepted beyond the frontier: with a nearly causal
+    decoder it is a Jacobi iteration whose fixed point is the greedy left-to-right answer. Keeping accepted tokens
+    instead was measured and is worse (docs/results/gemma-adaptation.md, seventh session). The open ones are accepted from the left while the entropy summed over the open
     positions before each one is <= bound, so the first open position is always taken, whatever its entropy.
     Ineligible (pinned) positions count as zero entropy."""
     open_ = eligible & ~settled
