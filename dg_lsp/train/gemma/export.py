@@ -52,13 +52,24 @@ def spec(state: dict, head_tokens: int) -> dict:
     }
 
 
-def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: list[float] | None = None) -> str:
+def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: list[float] | None = None,
+               tensors: dict | None = None) -> str:
     opts = state.get("options", {})
+    tensors = tensors or {}
+    coverage = f"{100 * vocab['train_coverage']:.2f}%" if "train_coverage" in vocab else "(not recorded)"
     gate_line = ("" if gate is None else
                  f"\n- Canvas gate: one learned additive attention bias per query head on canvas keys right of the "
                  f"row, started at {opts.get('future_gate')} (nearly causal: the decoder started as the base "
                  f"model's next-token prediction), now {', '.join(f'{g:.2f}' for g in gate)} (0 is fully "
                  f"bidirectional).")
+    if "mask_bias" in tensors:
+        gate_line += (f"\n- Mask gate: a fixed bias of {float(tensors['mask_bias'].flatten()[0]):g} on canvas keys "
+                      "right of the row that hold `<mask>`, so the canvas gate covers only the accepted slots and "
+                      "the pinned suffix head.")
+    if "end_row" in tensors:
+        gate_line += (f"\n- End head: a learned row (norm {float(tensors['end_row'].float().norm()):.2f}) and bias "
+                      f"({float(tensors['end_bias'].float().flatten()[0]):.2f}) added to the pad's output column, "
+                      "which ends the hole; the frozen tied head alone gave the end no parameters of its own.")
     pk = "\n".join(f"| `{name}` ({dist}) | {lic} |" for name, dist, lic in data.TRAIN_PACKAGES)
     ho = ", ".join(f"`{n}` ({lic})" for n, _d, lic in data.HELD_OUT_PACKAGES)
     evals = "\n".join(f"| {e['step']} | {e['cpu_hours']:.2f} | {e.get('order', 'entropy')} | {100 * e['he_em']:.0f}% | "
@@ -84,11 +95,11 @@ See `NOTICE`.
 - Decoding: `unmask_order: left_to_right`, each step accepts the leftmost open slots (at least one, more while
   the entropy bound allows), so the hole grows as a clean prefix, as the nearly causal decoder reads it.
 - Output vocabulary: {len(vocab['ids'])} of 262,144 ids (the most frequent on the training corpus plus the 256
-  byte tokens and pad/eos/bos), covering {100 * vocab.get('train_coverage', 0):.2f}% of training tokens; hole
+  byte tokens and pad/eos/bos), covering {coverage} of training tokens; hole
   targets outside it are spelled in byte tokens.
 - Training: {state.get('step', 0)} steps, {state.get('holes', 0)} holes, {state.get('scored_tokens', 0)} scored
   tokens, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours, `python -m dg_lsp.train.gemma` with
-  {json.dumps({k: opts.get(k) for k in ('lr', 'rank', 'alpha', 'holes_per_chunk', 'chunk_tokens', 'dtype', 'ltr_noise', 'ar_distill')})}.
+  {json.dumps({k: opts.get(k) for k in ('lr', 'rank', 'alpha', 'holes_per_chunk', 'chunk_tokens', 'dtype', 'ltr_noise', 'ar_distill', 'gate_lr', 'end_head', 'end_lr', 'end_bias_lr')})}.
 
 ## Training data (permissive licences only)
 The Python standard library (PSF-2.0), without its test folders and without {', '.join(data.HELD_OUT_STDLIB)}
@@ -128,7 +139,7 @@ def export_dir(run_dir: Path, out: Path) -> Path:
     (out / "dg_lsp.json").write_text(json.dumps(spec(state, head), indent=2) + "\n")
     (out / "NOTICE").write_text(NOTICE)
     gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
-    card = model_card(state, vocab, n_params, size_mb, gate)
+    card = model_card(state, vocab, n_params, size_mb, gate, tensors)
     notes = run_dir / "card_notes.md"  # the run's history in words (e.g. options changed on a resume)
     if notes.is_file():
         card += "\n" + notes.read_text(encoding="utf-8")
