@@ -201,7 +201,9 @@ class BatchRun:
                 sc_mask = torch.tensor([r.sc_logits is not None for r in rows], device=self.runner.device)
                 if bool(sc_mask.all()):
                     sc_mask = None
-            raw = self.runner.decode(torch.cat([r.current for r in rows]), merged, positions, sc, mask, sc_mask)
+            layout = {"pinned": torch.cat([r.pinned for r in rows])} if self.runner.reads_pinned else {}
+            raw = self.runner.decode(torch.cat([r.current for r in rows]), merged, positions, sc, mask, sc_mask,
+                                     **layout)
             done = []
             for i, row in enumerate(rows):
                 row_raw = constrain(raw[i:i + 1], row.canvas, row.biases)

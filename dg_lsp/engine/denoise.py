@@ -145,6 +145,7 @@ class DenoiseLoop:
         forwards = torch.zeros(fixed.shape[0], dtype=torch.int, device=dev)
         history: list[torch.LongTensor] = []
         biases = self.biases(canvas)
+        layout = {"pinned": pinned} if self.runner.reads_pinned else {}
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
             if cancel is not None and cancel.is_set():
@@ -154,7 +155,7 @@ class DenoiseLoop:
                 deadline_hit = True
                 break
             forwards += (~finished).int()
-            raw = constrain(self.runner.decode(current, cache, positions, sc_logits, mask), canvas, biases)
+            raw = constrain(self.runner.decode(current, cache, positions, sc_logits, mask, **layout), canvas, biases)
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_max, t_min)
             processed, new_current, new_argmax, entropy = self.update(raw / temp, current, pinned, fixed, params,

@@ -21,6 +21,9 @@ class ModelRunner:
     # True where a hole ends at its first pad (every later slot is forced to pad: the Gemma runner); here pads are
     # only dropped from the answer, wherever they are
     ends_at_first_pad = False
+    # True where decode() takes `pinned=` ([B, L], the canvas's pinned positions: the Gemma runner's suffix gate);
+    # the denoising loops pass it only then
+    reads_pinned = False
     # decode() logits cover the whole vocabulary; a runner with a restricted output head sets its OutputVocab
     # (engine/gemma3/vocab.py) here, and the loop maps logit columns to token ids through it
     output_vocab = None

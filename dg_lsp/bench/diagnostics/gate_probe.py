@@ -66,7 +66,7 @@ def main(argv=None) -> int:
             ro = A.ReadOnlyCache.of(cache, batch=len(holes))
             b = objective.build(holes, len(ids), run.layer_kinds, run.mask_id, run.pad_id, run.vocab.to_rows, rng,
                                 ltr=1.0)
-            hidden = A.decoder_hidden(run.model, run.adapter, b.ids, b.positions, ro, b.masks)
+            hidden = A.decoder_hidden(run.model, run.adapter, b.ids, b.positions, ro, b.masks, b.pinned)
             flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, b.rows)
             logits = A.decoder_logits(run.adapter, flat, head, run.pad_row)
             loss = F.cross_entropy(logits, b.targets, reduction="none")

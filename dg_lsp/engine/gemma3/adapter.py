@@ -17,6 +17,12 @@ With it the two are separate: a very negative mask gate keeps a row from reading
 canvas gate can open on the pinned suffix head and accepted slots to the right without opening on the masks too
 (docs/results/gemma-adaptation.md, sixth session).
 
+The suffix gate (`suffix_bias`, optional, fixed, one scalar per query head): the same bias again, on canvas keys right
+of the row that are pinned (the suffix head), given `pinned` [B, L]. With it the suffix head can be open (0) while the
+canvas gate keeps accepted slots to the right shut, so re-drawing the accepted slots stays causal (sampler.py's
+left-to-right rule) and the decoder still reads where the hole must end. The suffix head's own rows then read the hole
+slots through the canvas gate, so no hole row learns about the slots to its right by way of the suffix head.
+
 The end head (`end_row` [H] and `end_bias` [1], optional): a learned score added to the pad's output column, which
 ends the hole. The output head is the frozen tied embedding, and pretraining never used the pad (the base model's
 log p(pad) is about -40 on code), so only the deltas could raise it, shared with every other output; the end head
@@ -74,6 +80,7 @@ class Adapter:
     alpha: float = 0.0
     future_bias: nn.Parameter | None = None  # [heads] the canvas gate (None: fully bidirectional)
     mask_bias: nn.Parameter | None = None  # [heads] the mask gate (None: future masks share the canvas gate)
+    suffix_bias: nn.Parameter | None = None  # [heads] the suffix gate (None: the suffix head shares the canvas gate)
     end_row: nn.Parameter | None = None  # [H] added to the pad's output row (the end head; None: none)
     end_bias: nn.Parameter | None = None  # [1] added to the pad's logit
 
@@ -82,7 +89,7 @@ class Adapter:
         ps += [self.mask_embedding] if self.mask_embedding is not None else []
         ps += [self.future_bias] if self.future_bias is not None else []
         ps += [p for p in (self.end_row, self.end_bias) if p is not None]
-        return ps + ([self.mask_bias] if self.mask_bias is not None and self.mask_bias.requires_grad else [])
+        return ps + [g for g in (self.mask_bias, self.suffix_bias) if g is not None and g.requires_grad]
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         out = {}
@@ -93,7 +100,7 @@ class Adapter:
             out["mask_embedding"] = self.mask_embedding.detach().contiguous()
         if self.future_bias is not None:
             out["future_bias"] = self.future_bias.detach().contiguous()
-        for name in ("mask_bias", "end_row", "end_bias"):
+        for name in ("mask_bias", "suffix_bias", "end_row", "end_bias"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name).detach().contiguous()
         return out
@@ -110,8 +117,8 @@ class Adapter:
                     getattr(m, part).copy_(tensors[key].to(torch.float32))
             if self.mask_embedding is not None and "mask_embedding" in tensors:
                 self.mask_embedding.copy_(tensors["mask_embedding"].to(self.mask_embedding.dtype))
-            # an adapter trained with the canvas gate / the mask gate / the end head
-            for name in ("future_bias", "mask_bias", "end_row", "end_bias"):
+            # an adapter trained with the canvas gate / the mask gate / the suffix gate / the end head
+            for name in ("future_bias", "mask_bias", "suffix_bias", "end_row", "end_bias"):
                 if name in tensors:
                     gate = tensors[name].to(torch.float32).clone()
                     if getattr(self, name) is None:
@@ -124,11 +131,12 @@ class Adapter:
 
 def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
            targets: tuple[str, ...] = TARGETS, future_gate: float | None = None,
-           mask_gate: float | None = None, end_head: bool = False) -> Adapter:
+           mask_gate: float | None = None, end_head: bool = False, suffix_gate: float | None = None) -> Adapter:
     """Wrap every target linear of a Gemma3 text model's layers in a LoRALinear (inactive by default).
     `future_gate`: start a canvas gate at this bias (e.g. -6: nearly causal); None: no gate. `mask_gate`: a separate,
     fixed (not trained) gate at this bias on future `<mask>` keys (e.g. -1e4: never read); needs `future_gate`.
-    `end_head`: a trained end head, zero at the start (see the module docstring)."""
+    `suffix_gate`: likewise a fixed gate at this bias on pinned keys to the right (the suffix head); needs
+    `future_gate`. `end_head`: a trained end head, zero at the start (see the module docstring)."""
     state = AdapterState()
     adapter = Adapter(state=state, mask_id=mask_id, rank=rank, alpha=alpha)
     text = text_model(model)
@@ -155,6 +163,9 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
         if mask_gate is not None:
             adapter.mask_bias = nn.Parameter(torch.full((heads,), float(mask_gate), dtype=torch.float32,
                                                         device=text.embed_tokens.weight.device), requires_grad=False)
+        if suffix_gate is not None:
+            adapter.suffix_bias = nn.Parameter(torch.full((heads,), float(suffix_gate), dtype=torch.float32,
+                                                          device=text.embed_tokens.weight.device), requires_grad=False)
     if end_head:
         dev = text.embed_tokens.weight.device
         adapter.end_row = nn.Parameter(torch.zeros(text.config.hidden_size, dtype=torch.float32, device=dev))
@@ -221,10 +232,11 @@ def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length:
 
 
 def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dtype=torch.float32,
-               ids: torch.LongTensor | None = None):
+               ids: torch.LongTensor | None = None, pinned: torch.BoolTensor | None = None):
     """Boolean decoder masks {kind: [B, 1, L, S + L]} -> additive masks {kind: [B, heads, L, S + L]}: 0 where a key
     is visible, -inf where not, and the canvas gate on visible canvas keys right of the row (the mask gate instead on
-    those that hold `<mask>` in `ids` [B, L], when the adapter has one). Unchanged without a gate."""
+    those that hold `<mask>` in `ids` [B, L], and the suffix gate on those `pinned` [B, L] marks, when the adapter
+    has them). Unchanged without a gate."""
     if adapter.future_bias is None:
         return masks
     out = {}
@@ -237,7 +249,19 @@ def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dt
             masked = torch.zeros(ids.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
             masked[..., total - length:] = (ids == adapter.mask_id).view(ids.shape[0], 1, 1, length)
             gate = torch.where(masked, adapter.mask_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), gate)
+        if adapter.suffix_bias is not None and pinned is not None:
+            fixed = torch.zeros(pinned.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
+            fixed[..., total - length:] = pinned.to(m.device).view(pinned.shape[0], 1, 1, length)
+            gate = torch.where(fixed, adapter.suffix_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), gate)
         bias = torch.where(future.view(1, 1, length, total), gate, torch.zeros((), dtype=dtype, device=m.device))
+        if adapter.suffix_bias is not None and pinned is not None:
+            # the suffix head's rows read the hole slots on their left through the canvas gate: else a hole row would
+            # read, through the suffix head, the slots to its own right that the canvas gate keeps from it
+            mark = pinned.to(m.device)
+            hole_keys = torch.zeros(mark.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
+            hole_keys[..., total - length:] = ~mark.view(mark.shape[0], 1, 1, length)
+            behind = mark.view(mark.shape[0], 1, length, 1) & hole_keys & ~future.view(1, 1, length, total)
+            bias = torch.where(behind, adapter.future_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), bias)
         out[kind] = torch.where(m, bias, torch.full((), float("-inf"), dtype=dtype, device=m.device))
     return out
 
@@ -253,12 +277,14 @@ def decoder_embeddings(model: nn.Module, adapter: Adapter, ids: torch.LongTensor
 
 
 def decoder_hidden(model: nn.Module, adapter: Adapter, ids: torch.LongTensor, positions: torch.LongTensor,
-                   cache: ReadOnlyCache, masks: dict[str, torch.Tensor]) -> torch.Tensor:
-    """One decoder pass: adapters on, bidirectional 4D masks over cache + canvas (the canvas gate applied, if the
-    adapter has one). Returns final-norm hidden states [B, L, H]."""
+                   cache: ReadOnlyCache, masks: dict[str, torch.Tensor],
+                   pinned: torch.BoolTensor | None = None) -> torch.Tensor:
+    """One decoder pass: adapters on, bidirectional 4D masks over cache + canvas (the gates applied, if the
+    adapter has them; `pinned` [B, L] marks the suffix head for the suffix gate). Returns final-norm hidden states
+    [B, L, H]."""
     text = text_model(model)
     emb = decoder_embeddings(model, adapter, ids)
-    masks = gate_masks(adapter, masks, ids.shape[1], emb.dtype, ids)
+    masks = gate_masks(adapter, masks, ids.shape[1], emb.dtype, ids, pinned)
     adapter.state.active = True
     try:
         out = text(inputs_embeds=emb, position_ids=positions,

@@ -25,6 +25,7 @@ from .vocab import OutputVocab
 class Gemma3Runner(ModelRunner):
     supports_static = False  # the fixed-shape/compiled path (engine/fast) is DiffusionGemma's
     ends_at_first_pad = True  # decode() forces every slot after a row's first pad to pad
+    reads_pinned = True  # decode() takes the canvas's pinned positions (the adapter's suffix gate)
 
     def __init__(self, loaded, adapter: A.Adapter, vocab: OutputVocab, canvas_length: int):
         self.loaded = loaded
@@ -62,15 +63,20 @@ class Gemma3Runner(ModelRunner):
     @torch.inference_mode()
     def decode(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor,
                self_conditioning_logits: torch.Tensor | None, mask,
-               self_conditioning_mask: torch.BoolTensor | None = None) -> torch.Tensor:
-        """Logits [B, L, V'] (float32, over `output_ids`) for the canvas [B, L]; no self-conditioning."""
+               self_conditioning_mask: torch.BoolTensor | None = None,
+               pinned: torch.BoolTensor | None = None) -> torch.Tensor:
+        """Logits [B, L, V'] (float32, over `output_ids`) for the canvas [B, L]; no self-conditioning. `pinned`
+        [B, L]: the canvas's pinned positions, for the adapter's suffix gate (without it the suffix head takes the
+        canvas gate)."""
         b, length = canvas.shape
         canvas = canvas.to(self.device)
         if mask is None:
             mask = A.open_masks(A.ReadOnlyCache.of(cache), self.text_config.layer_types, b, length, self.device)
         positions = position_ids.to(self.device).expand(b, -1)
         ro = A.ReadOnlyCache.of(cache, batch=b)
-        hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask)  # [B, L, H]
+        if pinned is not None:
+            pinned = pinned.to(self.device).expand(b, -1)
+        hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask, pinned)  # [B, L, H]
         small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column)  # [B, L, V'] row j -> j+1
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
         logits = shifted

@@ -27,10 +27,12 @@ def tiny_config(vocab_size: int):
 
 def build_tiny(out_dir: str | Path, seed: int = 0, vocab_size: int = 384, rank: int = 4,
                delta_scale: float = 0.02, vocab_keep: int | None = None, future_gate: float | None = None,
-               end_bias: float | None = None) -> Path:
+               end_bias: float | None = None, mask_gate: float | None = None,
+               suffix_gate: float | None = None) -> Path:
     """Returns the adapter directory. `delta_scale` 0 gives an adapter that changes nothing (B = 0);
     `vocab_keep` restricts the output vocabulary to the first N ids (default: all); `future_gate` gives the
-    adapter a canvas gate at that bias, `end_bias` an end head (zero row) with that bias (adapter.py)."""
+    adapter a canvas gate at that bias (and `mask_gate`, `suffix_gate` those gates), `end_bias` an end head (zero
+    row) with that bias (adapter.py)."""
     import torch
     from safetensors.torch import save_file
     from transformers import Gemma3ForCausalLM
@@ -43,7 +45,8 @@ def build_tiny(out_dir: str | Path, seed: int = 0, vocab_size: int = 384, rank: 
     torch.manual_seed(seed)
     model = Gemma3ForCausalLM(tiny_config(vocab_size)).eval()
     model.save_pretrained(str(base))
-    ad = A.inject(model, rank, 2.0 * rank, MASK_ID, future_gate=future_gate, end_head=end_bias is not None)
+    ad = A.inject(model, rank, 2.0 * rank, MASK_ID, future_gate=future_gate, end_head=end_bias is not None,
+                  mask_gate=mask_gate, suffix_gate=suffix_gate)
     with torch.no_grad():
         for m in ad.modules.values():
             m.lora_b.normal_(0.0, delta_scale) if delta_scale else m.lora_b.zero_()

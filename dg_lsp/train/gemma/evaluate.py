@@ -43,11 +43,13 @@ def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: flo
     width = ids.shape[1]
     pos = torch.arange(n_cached, n_cached + width)[None]
     masks = A.open_masks(ro, run.cfg.layer_types, 1, width)
+    pinned = torch.zeros(1, width, dtype=torch.bool)
+    pinned[0, 1 + HOLE_SLOTS:] = True  # the suffix head
     w = run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight)
     vocab_ids = run.vocab.ids
     steps = 0
     for steps in range(1, max_steps + 1):
-        hidden = A.decoder_hidden(run.model, run.adapter, ids, pos, ro, masks)
+        hidden = A.decoder_hidden(run.model, run.adapter, ids, pos, ro, masks, pinned)
         probs = A.decoder_logits(run.adapter, hidden[0, :HOLE_SLOTS], w, run.pad_row).softmax(-1)  # row j -> j+1
         conf, arg = probs.max(-1)
         slots = ids[0, 1:1 + HOLE_SLOTS]
@@ -99,7 +101,7 @@ def heldout_loss(run, n: int = 32) -> float:
         ro = A.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), run.layer_kinds, run.mask_id, run.pad_id, run.vocab.to_rows, rng,
                                 noise=1.0)  # fully masked: the first denoising step
-        hidden = A.decoder_hidden(run.model, run.adapter, batch.ids, batch.positions, ro, batch.masks)
+        hidden = A.decoder_hidden(run.model, run.adapter, batch.ids, batch.positions, ro, batch.masks, batch.pinned)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
         logits = A.decoder_logits(run.adapter, flat, run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight),
                                   run.pad_row)

@@ -66,6 +66,9 @@ def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: li
         gate_line += (f"\n- Mask gate: a fixed bias of {float(tensors['mask_bias'].flatten()[0]):g} on canvas keys "
                       "right of the row that hold `<mask>`, so the canvas gate covers only the accepted slots and "
                       "the pinned suffix head.")
+    if "suffix_bias" in tensors:
+        gate_line += (f"\n- Suffix gate: a fixed bias of {float(tensors['suffix_bias'].flatten()[0]):g} on the pinned "
+                      "suffix head's keys (right of every hole row), apart from the canvas gate.")
     if "end_row" in tensors:
         gate_line += (f"\n- End head: a learned row (norm {float(tensors['end_row'].float().norm()):.2f}) and bias "
                       f"({float(tensors['end_bias'].float().flatten()[0]):.2f}) added to the pad's output column, "

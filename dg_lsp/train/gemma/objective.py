@@ -37,6 +37,7 @@ class CanvasBatch:
     slot: torch.LongTensor  # [S] 1-based slot index of each target
     clean_ids: torch.LongTensor  # [M, W] the canvases un-noised (the AR teacher's input)
     frontier: torch.BoolTensor  # [S] the canvas's first masked slot: everything left of it is clean
+    pinned: torch.BoolTensor | None = None  # [M, W] the suffix head's positions (the adapter's suffix gate)
 
 
 def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
@@ -84,12 +85,14 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
     ids = torch.full((m, width), pad_id, dtype=torch.long)
     clean_ids = torch.full((m, width), pad_id, dtype=torch.long)
     positions = torch.zeros((m, width), dtype=torch.long)
+    pinned = torch.zeros((m, width), dtype=torch.bool)
     mask = torch.zeros((m, 1, width, n_cached + width), dtype=torch.bool)
     flat_rows, targets, noise, kinds, slot_idx, frontier = [], [], [], [], [], []
     for i, (h, t, row_ids, slots, masked, clean) in enumerate(rows_spec):
         w = len(row_ids)
         ids[i, :w] = torch.tensor(row_ids)
         clean_ids[i, :w] = torch.tensor(clean)
+        pinned[i, w - len(h.head_ids):w] = True
         start = len(h.prompt_ids) - 1  # the lead's position
         positions[i] = torch.arange(start, start + width)
         mask[i, 0, :, :start] = True  # cached keys before the lead
@@ -103,4 +106,4 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
             frontier.append(j == masked[0])
     tgt = vocab_rows(torch.tensor(targets, dtype=torch.long))
     return CanvasBatch(ids, positions, {k: mask for k in layer_kinds}, torch.tensor(flat_rows), tgt,
-                       torch.tensor(noise), kinds, torch.tensor(slot_idx), clean_ids, torch.tensor(frontier))
+                       torch.tensor(noise), kinds, torch.tensor(slot_idx), clean_ids, torch.tensor(frontier), pinned)

@@ -45,6 +45,9 @@ class Options:
     # a trained end head (adapter.py): its own score on the pad's output column, the hole's end; zero at the start.
     # Its row learns at `end_lr`, its bias at `end_bias_lr` (a scalar that may have to travel several nats)
     end_head: bool = False
+    # a fixed gate on the suffix head's keys (adapter.py's suffix gate), e.g. 0: read fully while the canvas gate
+    # keeps the accepted slots to the right shut; "": none (the suffix head shares the canvas gate)
+    suffix_gate: str = ""
     end_lr: float = 1e-3
     end_bias_lr: float = 0.02
     ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
@@ -84,7 +87,8 @@ class Run:
         self.adapter = A.inject(self.model, opts.rank, opts.alpha, self.mask_id,
                                 future_gate=None if opts.no_gate else opts.future_gate,
                                 mask_gate=float(opts.mask_gate) if opts.mask_gate and not opts.no_gate else None,
-                                end_head=opts.end_head)
+                                end_head=opts.end_head,
+                                suffix_gate=float(opts.suffix_gate) if opts.suffix_gate and not opts.no_gate else None)
         self.train_files = data.collect("train")
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
@@ -160,7 +164,7 @@ class Run:
         ro = A.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), self.layer_kinds, self.mask_id, self.pad_id, self.vocab.to_rows,
                                 self.rng, ltr=self.opts.ltr_noise)
-        hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks)
+        hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks, batch.pinned)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
         logits = A.decoder_logits(self.adapter, flat, head, self.pad_row)

@@ -139,6 +139,85 @@ def test_mask_gate_hides_the_masks_to_the_right_but_not_the_tokens():
     assert torch.equal(ad3.mask_bias, saved)
 
 
+def test_suffix_gate_opens_the_suffix_head_but_not_the_slots_to_the_right():
+    """The canvas gate shut (-1e4) and a suffix gate open (0): a clean hole row is the base model's next-token
+    prediction whatever hole tokens lie to its right (within 1e-5), yet it reads the pinned suffix head (its output
+    moves when the head's tokens change); without `pinned` (or without the gate) the head is shut like the rest.
+    The suffix gate is fixed: not trained, but saved and loaded."""
+    src, dst = _fresh_pair()
+    ad = A.inject(dst, rank=4, alpha=8.0, mask_id=3, future_gate=-1.0e4, mask_gate=-1.0e4, suffix_gate=0.0)
+    ids = [2, 40, 41, 42, 43, 44, 45, 46]
+    n_cached = 4
+    from transformers import DynamicCache
+
+    with torch.no_grad():
+        want = src(input_ids=torch.tensor([ids])).logits[0, n_cached:n_cached + 2]
+        cache = DynamicCache(config=dst.config)
+        A.encoder_pass(dst, torch.tensor([ids[:n_cached]]), cache)
+
+    def rows(hole_right, head, pinned=True):
+        canvas = torch.tensor([ids[n_cached:n_cached + 2] + hole_right + head])
+        width = canvas.shape[1]
+        masks = {k: torch.ones(1, 1, width, n_cached + width, dtype=torch.bool)
+                 for k in ("full_attention", "sliding_attention")}
+        pos = torch.arange(n_cached, n_cached + width)[None]
+        mark = torch.zeros(1, width, dtype=torch.bool)
+        mark[0, width - len(head):] = True
+        hidden = A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks, mark if pinned else None)
+        return dst.lm_head(hidden)[0, :2]
+
+    with torch.no_grad():
+        a, b = rows([50, 51], [60, 61]), rows([52, 53], [60, 61])
+        assert torch.allclose(a, b, atol=1e-5), float((a - b).abs().max())  # the hole to the right: shut
+        c = rows([50, 51], [62, 63])
+        assert float((a - c).abs().max()) > 1e-3  # the suffix head: read
+        shut, shut2 = rows([50, 51], [60, 61], pinned=False), rows([50, 51], [62, 63], pinned=False)
+        assert torch.allclose(shut, want, atol=1e-4) and torch.allclose(shut2, want, atol=1e-4)
+    saved = ad.state_dict()["suffix_bias"]
+    assert torch.equal(saved, torch.zeros(dst.config.num_attention_heads))
+    assert all(p is not ad.suffix_bias for p in ad.parameters())
+    ad2 = A.inject(_fresh_pair()[1], rank=4, alpha=8.0, mask_id=3, future_gate=-1.0e4)
+    ad2.load_state_dict(ad.state_dict())
+    assert torch.equal(ad2.suffix_bias, saved)
+
+
+def test_engine_passes_the_pinned_suffix_head_to_the_suffix_gate(tmp_path, monkeypatch):
+    """An exported adapter with the canvas gate shut and a suffix gate open: the engine's loop hands the runner the
+    canvas's pinned positions on every forward, and with them the runner's logits at the first hole slot depend
+    on the suffix head (two suffixes, two answers), while without them they do not."""
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(build_tiny(tmp_path, delta_scale=0.0, future_gate=-1.0e4, mask_gate=-1.0e4,
+                                        suffix_gate=0.0)), device="cpu")
+    try:
+        runner = engine.runner
+        assert runner.adapter.suffix_bias is not None and runner.reads_pinned
+        seen = []
+        real = runner.decode
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("pinned"))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(runner, "decode", spy)
+        engine.infill(InfillRequest(prefix="x =", suffix="\nprint(x)\n", params=DenoiseParams(temperature=0,
+                                                                                                max_steps=2)))
+        assert seen and all(p is not None and bool(p.any()) for p in seen)
+        firsts = {}
+        for suffix in ("\nprint(x)\n", "\nreturn y\n"):
+            prompt, canvas, _ = engine.prepare(InfillRequest(prefix="x =", suffix=suffix))
+            cache, _ = runner.encode(prompt)
+            ids = canvas.canvas_ids.clone()
+            ids[0, 1:canvas.length - canvas.suffix_head_len] = engine.spec.mask_token_id
+            firsts[suffix] = (real(ids, cache, canvas.position_ids(), None, None, pinned=canvas.pinned)[0, 1],
+                              real(ids, cache, canvas.position_ids(), None, None)[0, 1])
+        (a, a_shut), (b, b_shut) = firsts.values()
+        assert float((a - b).abs().max()) > 1e-3
+        assert torch.allclose(a_shut, b_shut, atol=1e-5)
+    finally:
+        engine.close()
+
+
 def test_read_only_cache_is_not_changed():
     from transformers import DynamicCache
 
@@ -276,6 +355,11 @@ def test_objective_canvas_layout():
     assert b.targets[:4].tolist() == [20, 21, 22, 0]
     # the empty hole scores only its first pad
     assert b.targets[4:].tolist() == [0] and b.rows[4:].tolist() == [w]
+    # `pinned` marks the suffix head alone, [lead][k slots][30, 31]; the empty hole has no head
+    marked = b.pinned[0].nonzero().flatten().tolist()
+    assert len(marked) == 2 and marked[1] == marked[0] + 1 and b.ids[0, marked].tolist() == [30, 31]
+    assert marked[0] - 1 in (8, 16, 32)  # right after a bucket's slots
+    assert not b.pinned[1].any()
 
 
 def test_left_to_right_noise_masks_from_a_cut_to_the_end():
@@ -318,7 +402,7 @@ def test_greedy_stops_before_max_steps(adapted_dir, monkeypatch):
     runner = engine.runner
     real = runner.decode
 
-    def confident(canvas, cache, positions, sc, mask, sc_mask=None):
+    def confident(canvas, cache, positions, sc, mask, sc_mask=None, **kwargs):
         logits = torch.zeros_like(real(canvas, cache, positions, sc, mask))
         b, length, _ = logits.shape
         logits[:, torch.arange(length), 40 + torch.arange(length)] = 10.0
