@@ -249,15 +249,16 @@ def gate_masks(adapter: Adapter, masks: dict[str, torch.Tensor], length: int, dt
             masked = torch.zeros(ids.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
             masked[..., total - length:] = (ids == adapter.mask_id).view(ids.shape[0], 1, 1, length)
             gate = torch.where(masked, adapter.mask_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), gate)
-        if adapter.suffix_bias is not None and pinned is not None:
-            fixed = torch.zeros(pinned.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
-            fixed[..., total - length:] = pinned.to(m.device).view(pinned.shape[0], 1, 1, length)
+        suffix = adapter.suffix_bias is not None and pinned is not None
+        if suffix:
+            mark = pinned.to(m.device)
+            fixed = torch.zeros(mark.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
+            fixed[..., total - length:] = mark.view(mark.shape[0], 1, 1, length)
             gate = torch.where(fixed, adapter.suffix_bias.to(device=m.device, dtype=dtype).view(1, -1, 1, 1), gate)
         bias = torch.where(future.view(1, 1, length, total), gate, torch.zeros((), dtype=dtype, device=m.device))
-        if adapter.suffix_bias is not None and pinned is not None:
+        if suffix:
             # the suffix head's rows read the hole slots on their left through the canvas gate: else a hole row would
             # read, through the suffix head, the slots to its own right that the canvas gate keeps from it
-            mark = pinned.to(m.device)
             hole_keys = torch.zeros(mark.shape[0], 1, 1, total, dtype=torch.bool, device=m.device)
             hole_keys[..., total - length:] = ~mark.view(mark.shape[0], 1, 1, length)
             behind = mark.view(mark.shape[0], 1, length, 1) & hole_keys & ~future.view(1, 1, length, total)
