@@ -128,12 +128,11 @@ class InfillLifecycle:
         if healing.constrained(heal):
             canvas.first_columns = self.first_columns(heal)
         if self.loop.left_to_right:
-            ends = []
             if request.line_only and "\n" not in heal:
-                ends.append(self.token_texts("\n", "in"))
+                canvas.ends = self.token_texts("\n", "in")
             if self.runner.ends_at_first_pad:
-                ends.append(self.pad_columns())
-            canvas.ends = None if not ends else ends[0] if len(ends) == 1 else ends[0] | ends[1]
+                pads = self.pad_columns()
+                canvas.ends = pads if canvas.ends is None else canvas.ends | pads
         return canvas.prompt_ids, canvas, heal
 
     def pad_columns(self) -> torch.BoolTensor:

@@ -52,10 +52,9 @@ def spec(state: dict, head_tokens: int) -> dict:
     }
 
 
-def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, gate: list[float] | None = None,
-               tensors: dict | None = None) -> str:
+def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, tensors: dict) -> str:
     opts = state.get("options", {})
-    tensors = tensors or {}
+    gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
     coverage = f"{100 * vocab['train_coverage']:.2f}%" if "train_coverage" in vocab else "(not recorded)"
     gate_line = ("" if gate is None else
                  f"\n- Canvas gate: one learned additive attention bias per query head on canvas keys right of the "
@@ -141,8 +140,7 @@ def export_dir(run_dir: Path, out: Path) -> Path:
     head = state.get("options", {}).get("head_tokens", 8)
     (out / "dg_lsp.json").write_text(json.dumps(spec(state, head), indent=2) + "\n")
     (out / "NOTICE").write_text(NOTICE)
-    gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
-    card = model_card(state, vocab, n_params, size_mb, gate, tensors)
+    card = model_card(state, vocab, n_params, size_mb, tensors)
     notes = run_dir / "card_notes.md"  # the run's history in words (e.g. options changed on a resume)
     if notes.is_file():
         card += "\n" + notes.read_text(encoding="utf-8")

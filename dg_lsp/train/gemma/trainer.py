@@ -45,11 +45,11 @@ class Options:
     # a trained end head (adapter.py): its own score on the pad's output column, the hole's end; zero at the start.
     # Its row learns at `end_lr`, its bias at `end_bias_lr` (a scalar that may have to travel several nats)
     end_head: bool = False
+    end_lr: float = 1e-3
+    end_bias_lr: float = 0.02
     # a fixed gate on the suffix head's keys (adapter.py's suffix gate), e.g. 0: read fully while the canvas gate
     # keeps the accepted slots to the right shut; "": none (the suffix head shares the canvas gate)
     suffix_gate: str = ""
-    end_lr: float = 1e-3
-    end_bias_lr: float = 0.02
     ltr_noise: float = 0.0  # share of canvases noised as left-to-right decoding sees them (objective.build)
     # weight of KL(base || decoder) on each canvas's first masked slot, whose left context is clean: there the base
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
