@@ -32,8 +32,9 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     # a line break's tail is written as tokens of its own; a healed space goes inside the first token
     for _ in range(max_new_tokens + (0 if healing.constrained(tail) else len(life.tokenize(tail)))):
         logits = runner.lm_logits(hidden[:, -1:])
-        if healing.constrained(tail) and not out:  # the first token starts with the healed space, as in infill
-            first = life.first_columns(tail, range(logits.shape[-1]))  # the AR head's columns are token ids
+        if tail and not out:  # the first token starts with the healed space or a line break, as in infill
+            ids = range(logits.shape[-1])  # the AR head's columns are token ids
+            first = life.first_columns(tail, ids) if healing.constrained(tail) else life.token_texts("\n", "start", ids)
             logits = logits.masked_fill(~first.to(logits.device), float("-inf"))
         nxt = int(logits.argmax(dim=-1))
         if nxt == life.eos_id or nxt == life.pad_id:

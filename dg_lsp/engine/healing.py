@@ -65,9 +65,17 @@ def unheal(text: str, heal: str) -> str | None:
     A healed hole starts a line and ends where the suffix starts. Blanks after its last line break are
     the next line's indentation, which the suffix has of its own. Blanks at the end of an answer with no
     line break are that indentation written on the answer's own line (`split_suffix` leaves it to the
-    hole): `"\ny = 1   "` is `"y = 1"`, never `"y = 1   "` in front of the suffix's `"    return"`."""
+    hole): `"\ny = 1   "` is `"y = 1"`, never `"y = 1   "` in front of the suffix's `"    return"`.
+
+    A text that starts with fewer line breaks than the tail (`"\n    for"` after a blank line, tail `"\n\n"`)
+    is the line the model would write with one blank line less. An insertion cannot remove the document's blank
+    line, so the answer is that line at the cursor, as if the text had the tail's line breaks."""
     if not heal:
         return text
+    breaks = len(heal) - len(heal.lstrip("\n"))
+    written = len(text) - len(text.lstrip("\n"))
+    if 0 < written < breaks:
+        text = heal[:breaks] + text[written:]
     if not text.startswith(heal):
         return None
     return _TRAILING_BLANKS.sub("", text[len(heal):])

@@ -127,6 +127,9 @@ class InfillLifecycle:
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if healing.constrained(heal):
             canvas.first_columns = self.first_columns(heal)
+        elif heal:  # a line break's tail: only a token that starts a line can begin it (an end there never fits)
+            starts = self.token_texts("\n", "start")
+            canvas.first_columns = starts if bool(starts.any()) else None
         if self.loop.left_to_right:
             if request.line_only and "\n" not in heal:
                 canvas.ends = self.token_texts("\n", "in")

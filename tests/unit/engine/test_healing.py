@@ -37,6 +37,16 @@ def test_unheal():
     assert Engine.unheal("abc", "") == "abc"
 
 
+def test_unheal_takes_a_line_written_with_fewer_blank_lines_than_the_prefix_has():
+    # after a blank line the tail is "\n\n"; a model that writes one line break means the line itself
+    assert Engine.unheal("\n    for b in x:", "\n\n") == "    for b in x:"
+    assert Engine.unheal("\n    for b in x:", "\n\n    ") == "for b in x:"
+    assert Engine.unheal("\n\n\n    y", "\n\n") == "\n    y"  # more line breaks: the extra one is inserted
+    assert Engine.unheal("\n  y", "\n\n    ") is None  # another indentation still fits nothing
+    assert Engine.unheal("    y", "\n\n") is None  # no line break at all
+    assert Engine.unheal("\n", "\n\n") == ""  # only a line break: nothing to insert
+
+
 def test_prompt_stops_before_the_tail_and_the_answer_starts_after_it(tiny_engine):
     tok = tiny_engine.tokenizer
     req = InfillRequest(prefix="def f(x):\n", suffix="\n", length_strategy="pad")
@@ -57,6 +67,23 @@ def test_prompt_stops_before_the_tail_and_the_answer_starts_after_it(tiny_engine
     before = tiny_engine.stats["healMismatches"]
     assert tiny_engine.lifecycle.choose(canvas, out, "\n\t").text == ""  # it wrote another indentation: nothing fits
     assert tiny_engine.stats["healMismatches"] == before + 1
+
+
+def test_a_line_break_tail_keeps_the_first_hole_token_to_tokens_that_start_a_line(tiny_engine):
+    # an end (or an indentation alone) first could never match the tail: the answer would be lost as a mismatch
+    tok = tiny_engine.tokenizer
+    _, canvas, heal = tiny_engine.prepare(InfillRequest(prefix="x = 1\n\n", suffix="", length_strategy="pad"))
+    assert heal == "\n\n" and canvas.first_columns is not None
+    ids = tiny_engine.lifecycle._column_ids()
+    allowed = {t for t, ok in zip(ids, canvas.first_columns.tolist()) if ok}
+    assert allowed and tiny_engine.pad_id not in allowed
+    assert all(tok.decode([t]).startswith("\n") for t in allowed)
+    assert not any(tok.decode([t]).startswith("\n") for t in set(ids) - allowed)  # every such token is allowed
+    _, spaced, _ = tiny_engine.prepare(InfillRequest(prefix="x = 1", suffix="", length_strategy="pad"))
+    assert spaced.first_columns is None  # no tail: nothing constrained
+    res = tiny_engine.infill(InfillRequest(prefix="x = 1\n\n", suffix="", length_strategy="pad",
+                                           params=DenoiseParams(max_steps=4)))
+    assert res.heal_mismatch is False
 
 
 def test_autoregressive_with_healing_stops_at_the_end_of_its_line(tiny_engine):
