@@ -112,8 +112,11 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
             m.lora_b.normal_(0, 0.5)
     _, info = run.chunk_loss()
     assert info["kl"] > 1e-3, info
-    out = run.step()
-    assert math.isfinite(out["loss"]) and math.isfinite(out["kl"])
+    for _ in range(20):  # a step whose chunks happen to hold no frontier row has no KL to report: draw again
+        out = run.step()
+        if "kl" in out:
+            break
+    assert math.isfinite(out["loss"]) and math.isfinite(out["kl"]), out
     assert math.isfinite(out["end_loss"])
     # the KL leaves the hole's end to the decoder: moving the decoder's pad logit alone does not change it, while
     # moving another column does
