@@ -125,11 +125,8 @@ class InfillLifecycle:
         suffix_ids = self.tokenize(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         canvas = self.build_canvas(request, prompt, suffix_ids)
-        if healing.constrained(heal):
+        if heal:
             canvas.first_columns = self.first_columns(heal)
-        elif heal:  # a line break's tail: only a token that starts a line can begin it (an end there never fits)
-            starts = self.token_texts("\n", "start")
-            canvas.first_columns = starts if bool(starts.any()) else None
         if self.loop.left_to_right:
             if request.line_only and "\n" not in heal:
                 canvas.ends = self.token_texts("\n", "in")
@@ -149,9 +146,14 @@ class InfillLifecycle:
         return cached
 
     def first_columns(self, heal: str, ids=None) -> torch.BoolTensor:
-        """Which of `ids` (default: the decoder's logit columns) a healed space's first token may be: tokens that
-        start with it, and the pad and end tokens (the hole may end at once: nothing to insert)."""
+        """Which of `ids` (default: the decoder's logit columns) a healing tail's first token may be. A healed space:
+        tokens that start with it, and the pad and end tokens (the hole may end at once: nothing to insert). A line
+        break's tail: tokens that start a line (an end or a bare indentation there never fits the tail), or every
+        column where the vocabulary has none."""
         ids = self._column_ids() if ids is None else ids
+        if not healing.constrained(heal):
+            starts = self.token_texts("\n", "start", ids)
+            return starts if bool(starts.any()) else torch.ones_like(starts)
         key = (heal, "first", len(ids), ids[-1] if len(ids) else None)
         cached = self._token_texts.get(key)
         if cached is None:
