@@ -12,7 +12,13 @@ from .spec import InfillSpec
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "model" / "default"
+_MODELS = Path(__file__).resolve().parent.parent / "model"
+# The models the package ships, by name (`--model gemma`, `--model small`): the adapted Gemma 3 270M is the
+# default (no --model, an empty `dgLsp.model`); the small 8M model trained from scratch is fast and writes nothing
+# worth keeping, and stays for tests and quick checks of the editor path.
+EMBEDDED_MODELS = {"gemma": _MODELS / "gemma", "small": _MODELS / "small"}
+DEFAULT_MODEL_NAME = "gemma"
+DEFAULT_MODEL_DIR = EMBEDDED_MODELS[DEFAULT_MODEL_NAME]
 
 
 @dataclass
@@ -29,17 +35,30 @@ class LoadedModel:
     dtype_asked: str = ""  # "auto" on CPU: loaded in float32, settled at warm-up (engine/dtype_auto.py)
 
 
-def resolve_model_path(model: str | None) -> Path:
-    if not model:
-        from .gemma3.load import is_adapter_dir
+def _is_model_dir(path: Path) -> bool:
+    from .gemma3.load import is_adapter_dir
 
-        if not ((DEFAULT_MODEL_DIR / "config.json").is_file() or is_adapter_dir(DEFAULT_MODEL_DIR)):
+    return (path / "config.json").is_file() or is_adapter_dir(path)
+
+
+def resolve_model_path(model: str | None) -> Path:
+    """A local model directory: `model` itself, or an embedded model by name (a directory of that name wins),
+    or the default (None or empty). Raises ModelLoadError with what is missing."""
+    if not model:
+        if not _is_model_dir(DEFAULT_MODEL_DIR):
             raise ModelLoadError(
                 f"the embedded default model is not installed at {DEFAULT_MODEL_DIR}; pass --model DIR")
         return DEFAULT_MODEL_DIR
     path = Path(model).expanduser()
+    if not path.is_dir() and model in EMBEDDED_MODELS:
+        path = EMBEDDED_MODELS[model]
+        if not _is_model_dir(path):
+            raise ModelLoadError(f"the embedded model {model!r} is not installed at {path}")
+        return path
     if not path.is_dir():
-        raise ModelLoadError(f"model directory not found: {path} (models load from local directories only)")
+        names = ", ".join(EMBEDDED_MODELS)
+        raise ModelLoadError(f"model directory not found: {path} (models load from local directories only, "
+                             f"or name an embedded one: {names})")
     from .gemma3.load import is_adapter_dir
 
     if is_adapter_dir(path):

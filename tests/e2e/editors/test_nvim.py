@@ -7,11 +7,11 @@ once (refused: nothing changes, the reason is shown); `:DgStatus`; `:checkhealth
 run concurrently (the server's start-up dominates) and the tests below check what each saw.
 
 The tiny random model writes junk, and the server's syntax gate drops a suggestion that adds syntax
-errors to a Python document, so where the default model completes code on the blank line, the tiny
+errors to a Python document, so where the small model completes code on the blank line, the tiny
 one completes the comment above it: any first line there is valid Python, the gate passes it (and
 cuts the lines after it that break the code), and the editor's path (ghost text, <Tab>) is the same.
 The tiny model never writes a pad, so a pad-fill of its is always refused as possibly cut: its
-sessions fill with `lengthStrategy: "search"` (the default model's fill uses the default strategy).
+sessions fill with `lengthStrategy: "search"` (the small model's fill uses the default strategy).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import MODELS, REPO, has_default_model, server_cmd
+from .conftest import MODELS, REPO, has_small_model, server_cmd
 
 PLUGIN = REPO / "editors" / "nvim"
 DRIVER = Path(__file__).with_name("nvim_driver.lua")
@@ -58,7 +58,7 @@ class Scenario:
 
 
 SCENARIOS = {
-    "default": Scenario(insert_line=7, type_if_no_suggestion="result = a * b"),  # the blank line in mul()
+    "small": Scenario(insert_line=7, type_if_no_suggestion="result = a * b"),  # the blank line in mul()
     "tiny": Scenario(insert_line=6, type_if_no_suggestion=" computed here", settings={"lengthStrategy": "search"}),
 }
 FILL_LINE = 12
@@ -112,7 +112,7 @@ def start_session(nvim, model: str, renderer: str, tmp: Path) -> tuple[subproces
 @pytest.fixture(scope="module")
 def sessions(nvim, tmp_path_factory) -> dict:
     """Run every (model, renderer) session at once; results keyed by (model, renderer)."""
-    models = ["tiny", "default"] if has_default_model() else ["tiny"]
+    models = ["tiny", "small"] if has_small_model() else ["tiny"]
     tmp = tmp_path_factory.mktemp("nvim")
     running = {(m, r): start_session(nvim, m, r, tmp / f"{m}-{r}") for m in models for r in RENDERERS}
     deadline = time.monotonic() + TIMEOUT_S

@@ -7,7 +7,7 @@ old cursor) until its 200 ms debounce fires, so <Tab> inserted it at the old col
 typed text followed by the suggestion shown at that moment, inserted at the cursor; or the typed
 text and a plain Tab (no suggestion). Nothing else may change.
 
-Real headless Neovim, real `dg-lsp serve` with the embedded default model on CPU, one Neovim per
+Real headless Neovim, real `dg-lsp serve` with the embedded small model (`--model small`) on CPU, one Neovim per
 renderer setting, several timings per Neovim (the server loads once).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, has_default_model, server_cmd
+from .conftest import REPO, has_small_model, server_cmd
 
 # DG_LSP_NVIM_PLUGIN: run against another copy of the plugin (e.g. an older commit's, to see this fail).
 PLUGIN = Path(os.environ.get("DG_LSP_NVIM_PLUGIN") or REPO / "editors" / "nvim")
@@ -42,7 +42,7 @@ TRIALS = [[30, 30, 30], [80, 60, 100], [150, 150, 150], [40, 150, 60], [50, 120,
 # ghost_text setting -> the renderer it must pick on this Neovim (0.12); the default may pick either.
 SETTINGS = {"auto": None, "native": "native", "fallback": "fallback"}
 
-pytestmark = pytest.mark.skipif(not has_default_model(), reason="needs the embedded default model")
+pytestmark = pytest.mark.skipif(not has_small_model(), reason="needs the embedded small model")
 
 
 def start(nvim, ghost_text: str, tmp: Path) -> tuple[subprocess.Popen, Path]:
@@ -50,7 +50,7 @@ def start(nvim, ghost_text: str, tmp: Path) -> tuple[subprocess.Popen, Path]:
     work = tmp / "stack.py"
     work.write_text(SOURCE)
     out = tmp / "result.json"
-    config = {"cmd": server_cmd("default")}
+    config = {"cmd": server_cmd("small")}
     if ghost_text != "auto":
         config["ghost_text"] = ghost_text
     env = nvim.env(
@@ -138,7 +138,7 @@ def test_tab_after_fast_typing_leaves_exactly_the_right_buffer(sessions, ghost_t
     trials = result.get("trials") or []
     assert len(trials) == len(TRIALS), explain(result)
     shown = [t for t in trials if t.get("first")]
-    # The scenario needs a suggestion at `self.` to start from; the default model gives one.
+    # The scenario needs a suggestion at `self.` to start from; the small model gives one.
     assert len(shown) >= len(TRIALS) - 1, "no suggestion at `self.`\n" + explain(result)
     for t in shown:
         typed_line = SOURCE.split("\n")[LINE - 1] + "".join(KEYS)

@@ -2,7 +2,7 @@
 playwright-core (editors/vscode/e2e/codeserver.mjs).
 
 The built .vsix is installed into code-server, a Python file is opened, the real server
-(`python -m dg_lsp serve --device cpu` on the embedded default model) draws ghost text after a
+(`python -m dg_lsp serve --device cpu --model small`: the embedded small model) draws ghost text after a
 typed character, Tab accepts it, and the editor and the saved file hold exactly the text that was
 shown. code-server, Node 24 and playwright-core come from editors/vscode/e2e/install.sh (run by
 .ci/run) in a cache folder outside the checkout; Chromium is Debian's /usr/bin/chromium. Each
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, has_default_model, npm, server_cmd
+from .conftest import REPO, has_small_model, npm, server_cmd
 from .test_vscode import VSCODE, node_modules, run  # noqa: F401  (node_modules is a fixture)
 
 CACHE = Path(os.environ.get("DG_LSP_VSCODE_E2E", Path.home() / ".cache" / "dg-lsp" / "vscode-e2e"))
@@ -51,8 +51,8 @@ def missing() -> str | None:
     ]:
         if not path.is_file():
             return f"{what} is not installed ({path} is missing): run {INSTALL}"
-    if not has_default_model():
-        return "the embedded default model (dg_lsp/model/default) is not in the tree"
+    if not has_small_model():
+        return "the embedded small model (dg_lsp/model/small) is not in the tree"
     return None
 
 
@@ -85,7 +85,7 @@ def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path)
         "cache": str(CACHE),
         "vsix": str(vsix),
         "chromium": str(CHROMIUM),
-        "serverCommand": server_cmd("default"),
+        "serverCommand": server_cmd("small"),
         "work": str(work),
         "screenshot": str(screenshot),
         "failureScreenshot": str(tmp_path / "failure.png"),
