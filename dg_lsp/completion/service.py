@@ -221,8 +221,9 @@ class CompletionService:
                                heal_retry=not p.req.automatic,
                                hole_slots=buckets.hole_slots(p.suggestion.prefix, p.req.automatic,
                                                              p.req.is_selection),
-                               # finish_suggestion's single_line: only the first line is shown
-                               line_only=p.req.automatic and p.ctx.mid_line and not p.req.is_selection)
+                               # postprocess.finish shows only the first line where the cursor's line has text
+                               # after it, whether the request is automatic or invoked (not for a selection)
+                               line_only=p.ctx.mid_line and not p.req.is_selection)
         if cancel is not None:
             infill.cancel = cancel
         future = self.engine.submit(infill)  # supersedes the document's queued or running engine job

@@ -35,6 +35,9 @@ class InfillCanvas:
     # and the pad where the runner ends a hole at its first pad (ModelRunner.ends_at_first_pad). A left-to-right
     # loop stops once the answer up to one is accepted and stable (DenoiseLoop.answer_settled); None: no such stop
     ends: torch.BoolTensor | None = None
+    # [L] the canvas positions where an end counts (None: every hole slot). Under a line-break healing tail the
+    # first hole token starts with the prefix's own line break, which ends nothing (InfillLifecycle.prepare)
+    end_slots: torch.BoolTensor | None = None
 
     @property
     def batch_size(self) -> int:

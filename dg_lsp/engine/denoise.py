@@ -90,11 +90,12 @@ class DenoiseLoop:
 
     def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
              entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams,
-             ends: torch.BoolTensor | None = None) -> torch.BoolTensor:
+             ends: torch.BoolTensor | None = None, end_slots: torch.BoolTensor | None = None) -> torch.BoolTensor:
         """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
         in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
         this step: each slot passed the entropy bound when it was taken, with clean slots on its left. And, with
-        `ends` (InfillCanvas.ends), a row whose answer up to its first end is accepted and stable (answer_settled)."""
+        `ends` (InfillCanvas.ends), a row whose answer up to its first end is accepted and stable (answer_settled); an
+        end counts only where `end_slots` [L] (InfillCanvas.end_slots) allows it, when given."""
         previous = history[-1] if history else None
         done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
                                             params.confidence_threshold)
@@ -102,17 +103,20 @@ class DenoiseLoop:
             full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
             done = done | (full & (previous == new_argmax).all(dim=-1))
             if ends is not None:
-                done = done | self.answer_settled(previous, new_current, new_argmax, hole, ends)
+                done = done | self.answer_settled(previous, new_current, new_argmax, hole, ends, end_slots)
         return done
 
     def answer_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
-                       new_argmax: torch.LongTensor, hole: torch.BoolTensor, ends: torch.BoolTensor) -> torch.BoolTensor:
+                       new_argmax: torch.LongTensor, hole: torch.BoolTensor, ends: torch.BoolTensor,
+                       end_slots: torch.BoolTensor | None = None) -> torch.BoolTensor:
         """Rows whose accepted slots hold an end (a line break of a line-only request, or the pad that ends the
         hole) and whose slots up to the first one kept their argmax in this step: the loop's own stop test
         (accepted and stable) on the only part that will be shown. The answer reads the argmax canvas, so the
         first end must also be the argmax there (a sampled end need not be), or the answer would run on past it."""
         accepted = hole & (new_current != self.mask_id)
         breaks = accepted & ends.to(new_current.device)[self.runner.columns_of(new_current)]
+        if end_slots is not None:
+            breaks = breaks & end_slots.to(new_current.device)
         first = breaks.int().argmax(dim=-1, keepdim=True)  # the first break's position (0 when there is none)
         upto = torch.arange(hole.shape[-1], device=hole.device).unsqueeze(0) <= first
         same = ((previous == new_argmax) | ~hole | ~upto).all(dim=-1)
@@ -165,7 +169,8 @@ class DenoiseLoop:
                 new_current = torch.where(finished[:, None], current, new_current)
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = sampler.token_entropy(processed, params.reference_sampling)
-            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.ends)
+            finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.ends,
+                                  canvas.end_slots)
             current, argmax = new_current, new_argmax
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):

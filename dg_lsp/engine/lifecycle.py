@@ -128,8 +128,10 @@ class InfillLifecycle:
         if heal:
             canvas.first_columns = self.first_columns(heal)
         if self.loop.left_to_right:
-            if request.line_only and "\n" not in heal:
+            if request.line_only:
                 canvas.ends = self.token_texts("\n", "in")
+                if "\n" in heal:  # the first hole token starts with the prefix's own line break (first_columns)
+                    canvas.end_slots = torch.arange(canvas.length) != canvas.lead
             if self.runner.ends_at_first_pad:
                 pads = self.pad_columns()
                 canvas.ends = pads if canvas.ends is None else canvas.ends | pads

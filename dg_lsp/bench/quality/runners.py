@@ -151,9 +151,11 @@ class EngineRunner:
         view = self.view(task)
         if view is not None:
             prefix, suffix = view.prefix, view.ctx.suffix
+        # as the server asks (CompletionService._start, an invoked request): one line where only one is shown
         return InfillRequest(prefix=prefix, suffix=suffix, params=self.params, length_strategy=s.length_strategy,
                              hole_lengths=s.hole_lengths, max_prompt_tokens=s.max_prompt_tokens,
-                             use_suffix=self.use_suffix, heal=s.heal)
+                             use_suffix=self.use_suffix, heal=s.heal,
+                             line_only=view is not None and view.ctx.mid_line)
 
     def complete(self, task: Task) -> TaskEdit:
         request = self.request(task)

@@ -106,9 +106,10 @@ def test_an_automatic_mid_line_trigger_gets_the_small_canvas(tiny_engine, monkey
     assert invoked.result.hole_length > 3
 
 
-def test_only_an_automatic_trigger_with_text_after_the_cursor_asks_for_one_line(tiny_engine, monkeypatch):
+def test_only_a_cursor_with_text_after_it_on_its_line_asks_for_one_line(tiny_engine, monkeypatch):
     """`line_only` (a left-to-right fill stops at its first line break) goes with exactly the requests whose
-    suggestion post-processing cuts to one line: automatic, with text after the cursor on its line."""
+    suggestion post-processing cuts to one line: text after the cursor on its line, automatic or invoked (a
+    selection fill is never cut: tests/unit/completion for finish_suggestion)."""
     sent = []
     submit = tiny_engine.submit
     monkeypatch.setattr(tiny_engine, "submit", lambda request: sent.append(request) or submit(request))
@@ -116,4 +117,4 @@ def test_only_an_automatic_trigger_with_text_after_the_cursor_asks_for_one_line(
     mid = CompletionRequest("total = add(1, 2)\n", "python", 0, 12, doc_key="m.py")  # after "add(": "1, 2)" follows
     for req in (dataclasses.replace(mid, automatic=True), mid, dataclasses.replace(_req(), automatic=True)):
         asyncio.run(svc.complete(req))
-    assert [r.line_only for r in sent] == [True, False, False]
+    assert [r.line_only for r in sent] == [True, True, False]

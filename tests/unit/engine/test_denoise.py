@@ -413,3 +413,38 @@ def test_a_line_only_left_to_right_fill_stops_at_its_first_accepted_line_break(l
     assert steps == 3 and text.split("\n")[0] == first_line, runs
     full_steps, full_text, width = runs[False]
     assert width - 2 <= full_steps <= width and full_text.split("\n")[0] == first_line, runs
+
+
+def test_a_line_only_fill_after_a_line_break_ends_at_the_answers_own_line_break(ltr_model_dir, monkeypatch):
+    """A whole-line hole (the prefix ends in a line break, text follows the cursor): token healing leaves that line
+    break to the hole's first token, so it ends nothing. The fill stops at the next accepted line break, the end of
+    the answer's line (slot 3), not at the first slot's, and answers with the line between them. The first step
+    takes two slots (the healed one is certain: every token that does not start a line is banned there), so the
+    stop comes at step 3; without `line_only` the fill runs on until its hole is (about) full."""
+    engine = Engine.load(str(ltr_model_dir), device="cpu")
+    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+    assert len(newline) == 1
+    runner = engine.loop.runner
+    lead = {}
+
+    def favourite(length):
+        best = 40 + torch.arange(length)
+        best[lead["a"]] = newline[0]  # the healed line break
+        best[lead["a"] + 3] = newline[0]  # the answer's own
+        return best
+
+    monkeypatch.setattr(runner, "decode",
+                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
+    request = dict(prefix="x = 1\n", suffix="y = 2\n", line_only=True)
+    try:
+        prepared = engine.prepare(InfillRequest(**request))
+        assert prepared[2] == "\n"  # the healing tail
+        lead["a"] = prepared[1].lead
+        params = DenoiseParams(temperature=0, max_steps=60)
+        res = engine.infill(InfillRequest(**request, params=params))
+        full = engine.infill(InfillRequest(**{**request, "line_only": False}, params=params))
+        line = engine.tokenizer.decode([41 + lead["a"], 42 + lead["a"]])
+    finally:
+        engine.close()
+    assert res.steps == 3 and res.text.split("\n")[0] == line, res
+    assert full.steps > 6 and full.text.split("\n")[0] == line, full
