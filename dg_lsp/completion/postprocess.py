@@ -231,6 +231,18 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     return text
 
 
+def shown_end(ctx, selection: bool, max_lines: int) -> dict:
+    """Where `finish` ends the shown text of a request at `ctx` (a CodeContext), as InfillRequest fields, so a
+    left-to-right fill can stop once it has written that far: one line where the cursor's line has text after it
+    (`line_only`); else the cursor's block and at most `max_lines` lines (`block_indent`, `block_lines`: the
+    dedent and line-count rules of `cut_to_block`). A selection is never cut: nothing."""
+    if selection:
+        return {}
+    if ctx.mid_line:
+        return {"line_only": True}
+    return {"block_indent": len(ctx.indent), "block_lines": max_lines}
+
+
 # -- the syntax gate and the one path -----------------------------------------------------------------------
 def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
                    margin: float = 0.05) -> str | None:

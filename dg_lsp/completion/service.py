@@ -28,7 +28,7 @@ from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
-from .postprocess import finish_suggestion
+from .postprocess import finish_suggestion, shown_end
 
 log = logging.getLogger(__name__)
 
@@ -221,9 +221,8 @@ class CompletionService:
                                heal_retry=not p.req.automatic,
                                hole_slots=buckets.hole_slots(p.suggestion.prefix, p.req.automatic,
                                                              p.req.is_selection),
-                               # postprocess.finish shows only the first line where the cursor's line has text
-                               # after it, whether the request is automatic or invoked (not for a selection)
-                               line_only=p.ctx.mid_line and not p.req.is_selection)
+                               # where the shown text ends, for a left-to-right fill to stop there
+                               **shown_end(p.ctx, p.req.is_selection, self.settings.max_lines))
         if cancel is not None:
             infill.cancel = cancel
         future = self.engine.submit(infill)  # supersedes the document's queued or running engine job

@@ -211,7 +211,7 @@ class BatchRun:
                 processed, row.current, row.argmax, entropy = self.loop.update(
                     row_raw / temp, row.current, row.pinned, row.fixed, p, row.started.generator, greedy)
                 stop = self.loop.stop(row.history, row.current, row.argmax, entropy, ~row.pinned, p,
-                                      row.canvas.ends, row.canvas.end_slots)
+                                      row.canvas.ends, row.canvas.end_slots, row.canvas.block_end)
                 row.sc_logits = processed.to(self.runner.logits_dtype)
                 row.raw = row_raw
                 row.steps += 1

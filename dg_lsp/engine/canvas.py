@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .block_end import BlockEnd
+
 # A logit bias that rules a token out: finite, so that softmax gives it probability 0 and the entropy stays a
 # number (0 * -inf would be NaN and stop the position from ever being accepted).
 BANNED = -1.0e4
@@ -38,6 +40,9 @@ class InfillCanvas:
     # [L] the canvas positions where an end counts (None: every hole slot). Under a line-break healing tail the
     # first hole token starts with the prefix's own line break, which ends nothing (InfillLifecycle.prepare)
     end_slots: torch.BoolTensor | None = None
+    # a multi-line answer's shown end (InfillRequest.block_indent; engine/block_end.py): a left-to-right loop also
+    # stops once the answer up to it is accepted and stable (DenoiseLoop.block_settled); None: no such stop
+    block_end: BlockEnd | None = None
 
     @property
     def batch_size(self) -> int:

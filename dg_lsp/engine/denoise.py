@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from . import sampler
+from .block_end import BlockEnd, block_end_slot
 from .canvas import BANNED, InfillCanvas
 from .runner import ModelRunner
 from .types import DenoiseParams
@@ -90,12 +91,14 @@ class DenoiseLoop:
 
     def stop(self, history: list[torch.LongTensor], new_current: torch.LongTensor, new_argmax: torch.LongTensor,
              entropy: torch.Tensor, hole: torch.BoolTensor, params: DenoiseParams,
-             ends: torch.BoolTensor | None = None, end_slots: torch.BoolTensor | None = None) -> torch.BoolTensor:
+             ends: torch.BoolTensor | None = None, end_slots: torch.BoolTensor | None = None,
+             block_end: BlockEnd | None = None) -> torch.BoolTensor:
         """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
         in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
         this step: each slot passed the entropy bound when it was taken, with clean slots on its left. And, with
         `ends` (InfillCanvas.ends), a row whose answer up to its first end is accepted and stable (answer_settled); an
-        end counts only where `end_slots` [L] (InfillCanvas.end_slots) allows it, when given."""
+        end counts only where `end_slots` [L] (InfillCanvas.end_slots) allows it, when given. And, with `block_end`,
+        a row whose accepted slots already decide where its shown block ends, stable up to there (block_settled)."""
         previous = history[-1] if history else None
         done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
                                             params.confidence_threshold)
@@ -104,6 +107,8 @@ class DenoiseLoop:
             done = done | (full & (previous == new_argmax).all(dim=-1))
             if ends is not None:
                 done = done | self.answer_settled(previous, new_current, new_argmax, hole, ends, end_slots)
+            if block_end is not None:
+                done = done | self.block_settled(previous, new_current, new_argmax, hole, block_end)
         return done
 
     def answer_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
@@ -122,6 +127,31 @@ class DenoiseLoop:
         same = ((previous == new_argmax) | ~hole | ~upto).all(dim=-1)
         kept = (new_argmax.gather(-1, first) == new_current.gather(-1, first)).squeeze(-1)
         return breaks.any(dim=-1) & same & kept
+
+    def block_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor, new_argmax: torch.LongTensor,
+                      hole: torch.BoolTensor, block_end: BlockEnd) -> torch.BoolTensor:
+        """Rows whose leading accepted slots already hold the end of the shown block (block_end.block_end_slot) and
+        kept their argmax in this step up to it, where the argmax is the accepted token: as answer_settled, with the
+        end found in the text rather than in one token."""
+        done = torch.zeros(new_current.shape[0], dtype=torch.bool, device=new_current.device)
+        accepted = (hole & (new_current != self.mask_id)).cpu()
+        columns = self.runner.columns_of(new_argmax).cpu()
+        same = ((previous == new_argmax) & (new_argmax == new_current)).cpu()
+        hole = hole.cpu()
+        for row in range(new_current.shape[0]):
+            slots = hole[row].nonzero().squeeze(-1).tolist()
+            run = []
+            for pos in slots:  # left to right, accepted slots are the hole's leading ones
+                if not bool(accepted[row, pos]):
+                    break
+                run.append(pos)
+            if not run:
+                continue
+            pieces = [block_end.texts[c] for c in columns[row, run].tolist()]
+            k = block_end_slot(pieces, block_end.heal, block_end.indent, block_end.max_lines)
+            if k is not None and bool(same[row, run[:k + 1]].all()):
+                done[row] = True
+        return done
 
     def biases(self, canvas: InfillCanvas) -> list[tuple[int, torch.Tensor]]:
         """The canvas's token biases as (logit column, [B, L] bias on the device); tokens the head lacks dropped."""
@@ -170,7 +200,7 @@ class DenoiseLoop:
                 processed = torch.where(finished[:, None, None], sc_logits, processed)
                 entropy = sampler.token_entropy(processed, params.reference_sampling)
             finished |= self.stop(history, new_current, new_argmax, entropy, hole, params, canvas.ends,
-                                  canvas.end_slots)
+                                  canvas.end_slots, canvas.block_end)
             current, argmax = new_current, new_argmax
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from . import healing
+from .block_end import BlockEnd
 from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop, DenoiseOutcome
 from .prefix_cache import PrefixCache
@@ -135,6 +136,8 @@ class InfillLifecycle:
             if self.runner.ends_at_first_pad:
                 pads = self.pad_columns()
                 canvas.ends = pads if canvas.ends is None else canvas.ends | pads
+            if request.block_indent is not None and not request.line_only:
+                canvas.block_end = BlockEnd(self.column_texts(), heal, int(request.block_indent), request.block_lines)
         return canvas.prompt_ids, canvas, heal
 
     def pad_columns(self) -> torch.BoolTensor:
@@ -175,14 +178,24 @@ class InfillLifecycle:
         key = (text, how, len(ids), ids[-1] if len(ids) else None)
         cached = self._token_texts.get(key)
         if cached is None:
+            cached = torch.tensor([t is not None and (t.startswith(text) if how == "start" else text in t)
+                                   for t in self.column_texts(ids)], dtype=torch.bool)
+            self._token_texts[key] = cached
+        return cached
+
+    def column_texts(self, ids=None) -> tuple[str | None, ...]:
+        """The text of each token of `ids` (default: the decoder's logit columns) on its own; None for special and
+        unknown ids. Computed once."""
+        ids = self._column_ids() if ids is None else ids
+        key = ("texts", len(ids), ids[-1] if len(ids) else None)
+        cached = self._token_texts.get(key)
+        if cached is None:
             ids = list(ids)
             known = len(self.tokenizer)
             pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
             special = set(self.tokenizer.all_special_ids)
-            texts = [self.tokenizer.convert_tokens_to_string([piece]) for piece in pieces]
-            cached = torch.tensor([
-                i < known and i not in special and (t.startswith(text) if how == "start" else text in t)
-                for i, t in zip(ids, texts)], dtype=torch.bool)
+            cached = tuple(self.tokenizer.convert_tokens_to_string([piece]) if i < known and i not in special else None
+                           for i, piece in zip(ids, pieces))
             self._token_texts[key] = cached
         return cached
 

@@ -54,6 +54,11 @@ class InfillRequest:
     # left-to-right fill stops once its accepted slots hold a line break (not the healing tail's) and the slots up
     # to it kept their argmax for a step
     line_only: bool = False
+    # a multi-line answer's shown end (postprocess.cut_to_block), for a left-to-right fill to stop at: before a later
+    # non-blank line indented less than `block_indent` characters, and after `block_lines` lines (engine/block_end.py).
+    # None: no such stop (a line_only request has its own)
+    block_indent: int | None = None
+    block_lines: int | None = None
 
 
 @dataclass

@@ -46,6 +46,8 @@ _REQUEST_FIELDS = {
     "hole_tokens": ((int, type(None)), (0, 512)),
     "hole_slots": ((int, type(None)), (1, 4096)),
     "line_only": ((bool,), None),
+    "block_indent": ((int, type(None)), (0, 4096)),
+    "block_lines": ((int, type(None)), (1, 100_000)),
 }
 _PARAM_FIELDS = {
     "max_steps": ((int,), (1, 1024)),

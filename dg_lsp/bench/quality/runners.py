@@ -144,6 +144,7 @@ class EngineRunner:
         return self._view[1]
 
     def request(self, task: Task):
+        from dg_lsp.completion.postprocess import shown_end
         from dg_lsp.engine import InfillRequest
 
         s = self.settings
@@ -151,11 +152,11 @@ class EngineRunner:
         view = self.view(task)
         if view is not None:
             prefix, suffix = view.prefix, view.ctx.suffix
-        # as the server asks (CompletionService._start, an invoked request): one line where only one is shown
+        # where the shown text ends, as the server asks (CompletionService._start; `shape` is an invoked request)
+        ends = shown_end(view.ctx, False, SERVER_DEFAULTS.max_lines) if view is not None else {}
         return InfillRequest(prefix=prefix, suffix=suffix, params=self.params, length_strategy=s.length_strategy,
                              hole_lengths=s.hole_lengths, max_prompt_tokens=s.max_prompt_tokens,
-                             use_suffix=self.use_suffix, heal=s.heal,
-                             line_only=view is not None and view.ctx.mid_line)
+                             use_suffix=self.use_suffix, heal=s.heal, **ends)
 
     def complete(self, task: Task) -> TaskEdit:
         request = self.request(task)

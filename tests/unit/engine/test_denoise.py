@@ -448,3 +448,38 @@ def test_a_line_only_fill_after_a_line_break_ends_at_the_answers_own_line_break(
         engine.close()
     assert res.steps == 3 and res.text.split("\n")[0] == line, res
     assert full.steps > 6 and full.text.split("\n")[0] == line, full
+
+
+def test_a_left_to_right_fill_stops_where_its_block_ends(ltr_model_dir, monkeypatch):
+    """`block_indent`: a line break in slot 2 and a token at column 0 in slot 3, after a cursor whose block is
+    indented: the shown text ends before that line (postprocess.cut_to_block), so the fill stops at the step that
+    accepts slot 3 (step 3: the step that takes slot 2's line break takes slot 3 with it), with the same first line
+    as the fill without the rule, which runs on until its hole is (about) full."""
+    engine = Engine.load(str(ltr_model_dir), device="cpu")
+    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+    assert len(newline) == 1
+    runner = engine.loop.runner
+    lead = {}
+
+    def favourite(length):
+        best = 40 + torch.arange(length)
+        best[lead["a"] + 2] = newline[0]
+        return best
+
+    monkeypatch.setattr(runner, "decode",
+                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
+    params = DenoiseParams(temperature=0, max_steps=60)
+    try:
+        lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix="\n"))[1].lead
+        texts = engine.lifecycle.column_texts()
+        col = runner.column_of(int(40 + lead["a"] + 3))
+        assert texts[col] and not texts[col][0].isspace()  # slot 3 starts a line at column 0
+        block = engine.infill(InfillRequest(prefix="x =", suffix="\n", block_indent=4, block_lines=8, params=params))
+        flat = engine.infill(InfillRequest(prefix="x =", suffix="\n", block_indent=0, block_lines=8, params=params))
+        full = engine.infill(InfillRequest(prefix="x =", suffix="\n", params=params))
+        first_line = engine.tokenizer.decode([40 + lead["a"], 41 + lead["a"]])
+    finally:
+        engine.close()
+    assert block.steps == 3 and block.text.split("\n")[0] == first_line, block
+    assert full.steps > 6 and full.text.split("\n")[0] == first_line, full
+    assert flat.steps > 6, flat  # at indentation 0 no line dedents: the rule decides nothing here

@@ -1,0 +1,60 @@
+"""Where a multi-line answer's shown text ends, read from the tokens a left-to-right fill has accepted.
+
+The server shows an answer that does not stop at its first line up to the end of the cursor's block
+(completion/postprocess.py `cut_to_block`): it stops before the first later line that is not blank and is
+indented less than the block, and after `max_lines` lines. Once the accepted, stable slots of a fill already
+hold that end, later slots can change nothing that is shown, so the loop may stop there
+(`DenoiseLoop.block_settled`). Without this rule a fill at the end of `return ` went on writing the next
+function for all its steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BlockEnd:
+    """The block rule of one request. `texts[c]`: the text of logit column c, None for the pad, end and other
+    special tokens (the hole ends there: `ends` and `answer_settled` handle that); `heal`: the healing tail the
+    hole writes back before the answer; `indent`: the block's indentation in characters; `max_lines`: the most
+    lines shown (None: no limit)."""
+
+    texts: tuple[str | None, ...]
+    heal: str
+    indent: int
+    max_lines: int | None = None
+
+
+def block_end_slot(pieces: list[str | None], heal: str, indent: int, max_lines: int | None) -> int | None:
+    """The index of the first piece after which the shown text is decided by the block rule, or None.
+
+    `pieces` are the texts of a hole's leading tokens in order. The answer is their text after `heal` (a text
+    that does not start with the tail is left alone: `healing.unheal` decides it). The end is decided by the
+    first non-blank character of a later line indented less than `indent` (that line is not shown), or by the
+    line break that ends the `max_lines`-th line."""
+    text = ""
+    for k, piece in enumerate(pieces):
+        if piece is None:
+            return None
+        text += piece
+        if len(text) < len(heal):
+            if not heal.startswith(text):
+                return None
+            continue
+        if not text.startswith(heal):
+            return None
+        if _decided(text[len(heal):], indent, max_lines):
+            return k
+    return None
+
+
+def _decided(answer: str, indent: int, max_lines: int | None) -> bool:
+    lines = answer.split("\n")
+    if max_lines is not None and len(lines) > max_lines:
+        return True
+    for line in lines[1:]:
+        stripped = line.lstrip()
+        if stripped and len(line) - len(stripped) < indent:
+            return True
+    return False

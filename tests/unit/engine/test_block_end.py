@@ -1,0 +1,49 @@
+"""engine/block_end.py: where the block rule of the shown text (postprocess.cut_to_block) is decided, token by
+token, and that a fill stopped there shows what the whole fill shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from dg_lsp.completion.postprocess import cut_to_block
+from dg_lsp.engine.block_end import block_end_slot
+
+
+@pytest.mark.parametrize("pieces,heal,indent,lines,expected", [
+    # the README demo: `return ` then the next function; decided by the `d` of `def`, at column 0
+    ([" a", " +", " b", "\n\n", "def", " add"], " ", 4, 8, 4),
+    # a blank line and indentation that is still growing decide nothing until the first character
+    ([" x", "\n", "  ", "  ", "y", "\n", "z"], " ", 4, 8, 6),
+    # the healing tail is the hole's own first line break: the answer's first line is not a "later" line
+    (["\n", "    return", " x", "\n", "\n", "class"], "\n", 4, 8, 5),
+    (["\n    ", "return", " x", "\n", "x"], "\n    ", 4, 8, 4),
+    # max_lines: decided by the line break that ends the last shown line
+    (["a", "\n", "b", "\n", "c"], "", 0, 2, 3),
+    # a text that does not start with the tail is left to healing.unheal: no decision
+    (["return", "\n", "x"], "\n", 4, 8, None),
+    # the pad (None) ends the hole first
+    ([" a", None, "\n", "x"], " ", 4, 8, None),
+    # nothing decided yet
+    ([" a", " +", "\n", "    b"], " ", 4, 8, None),
+])
+def test_the_slot_that_decides_the_block_end(pieces, heal, indent, lines, expected):
+    assert block_end_slot(pieces, heal, indent, lines) == expected
+
+
+@pytest.mark.parametrize("answer,indent,lines", [
+    (" a + b\n\ndef add(a, b):\n    return a +", 4, 8),
+    ("\n    x = 1\n    y = 2\n  z\nq", 4, 8),
+    ("\n    if x:\n        y\n    else:\n        z\n\nw = 1", 4, 3),
+    (" total\n    more\n        deeper\n    x = 2\n", 4, 3),
+])
+def test_a_fill_cut_where_the_end_is_decided_shows_the_same_block(answer, indent, lines):
+    """What cut_to_block keeps of the whole answer equals what it keeps of the pieces up to the deciding one (each
+    character a piece, the worst case), so stopping there changes nothing that is shown."""
+    heal = answer[0] if answer[0] in " \n" else ""
+    k = block_end_slot(list(answer), heal, indent, lines)
+    assert k is not None
+    body = answer[len(heal):]
+    whole = cut_to_block(body, " " * indent, lines)
+    cut = answer[:k + 1][len(heal):]
+    assert cut_to_block(cut, " " * indent, lines) == whole, (cut, whole)
+    assert len(cut) < len(body)
