@@ -94,29 +94,32 @@ class DenoiseLoop:
              ends: torch.BoolTensor | None = None, end_slots: torch.BoolTensor | None = None,
              block_end: BlockEnd | None = None) -> torch.BoolTensor:
         """Rows that stop after this step: stable and confident (sampler.stable_and_confident; `history` is updated
-        in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change in
-        this step: each slot passed the entropy bound when it was taken, with clean slots on its left. And, with
+        in place). Left to right, also a row whose every hole slot is accepted and whose argmax did not change over
+        the last `params.settle_steps` steps: each slot passed the entropy bound when it was taken, with clean slots
+        on its left. And, with
         `ends` (InfillCanvas.ends), a row whose answer up to its first end is accepted and stable (answer_settled); an
         end counts only where `end_slots` [L] (InfillCanvas.end_slots) allows it, when given. And, with `block_end`,
         a row whose accepted slots already decide where its shown block ends, stable up to there (block_settled)."""
-        previous = history[-1] if history else None
+        # the argmax canvases of the last `settle_steps` steps, before this one (LTR stops: the answer kept its argmax)
+        pasts = history[-params.settle_steps:] if len(history) >= params.settle_steps else []
         done = sampler.stable_and_confident(history, new_argmax, entropy, hole, params.stability_threshold,
-                                            params.confidence_threshold)
-        if self.left_to_right and previous is not None:
+                                            params.confidence_threshold, keep=params.settle_steps)
+        if self.left_to_right and pasts:
+            unchanged = torch.stack([past == new_argmax for past in pasts]).all(dim=0)  # [B, L]
             full = ((new_current != self.mask_id) | ~hole).all(dim=-1)
-            done = done | (full & (previous == new_argmax).all(dim=-1))
+            done = done | (full & unchanged.all(dim=-1))
             if ends is not None:
-                done = done | self.answer_settled(previous, new_current, new_argmax, hole, ends, end_slots)
+                done = done | self.answer_settled(unchanged, new_current, new_argmax, hole, ends, end_slots)
             if block_end is not None:
-                done = done | self.block_settled(previous, new_current, new_argmax, hole, block_end)
+                done = done | self.block_settled(unchanged, new_current, new_argmax, hole, block_end)
         return done
 
-    def answer_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor,
+    def answer_settled(self, unchanged: torch.BoolTensor, new_current: torch.LongTensor,
                        new_argmax: torch.LongTensor, hole: torch.BoolTensor, ends: torch.BoolTensor,
                        end_slots: torch.BoolTensor | None = None) -> torch.BoolTensor:
         """Rows whose accepted slots hold an end (a line break of a line-only request, or the pad that ends the
-        hole) and whose slots up to the first one kept their argmax in this step: the loop's own stop test
-        (accepted and stable) on the only part that will be shown. The answer reads the argmax canvas, so the
+        hole) and whose slots up to the first one kept their argmax (`unchanged` [B, L]: over the last settle_steps
+        steps): the loop's own stop test (accepted and stable) on the only part that will be shown. The answer reads the argmax canvas, so the
         first end must also be the argmax there (a sampled end need not be), or the answer would run on past it."""
         accepted = hole & (new_current != self.mask_id)
         breaks = accepted & ends.to(new_current.device)[self.runner.columns_of(new_current)]
@@ -124,19 +127,19 @@ class DenoiseLoop:
             breaks = breaks & end_slots.to(new_current.device)
         first = breaks.int().argmax(dim=-1, keepdim=True)  # the first break's position (0 when there is none)
         upto = torch.arange(hole.shape[-1], device=hole.device).unsqueeze(0) <= first
-        same = ((previous == new_argmax) | ~hole | ~upto).all(dim=-1)
+        same = (unchanged | ~hole | ~upto).all(dim=-1)
         kept = (new_argmax.gather(-1, first) == new_current.gather(-1, first)).squeeze(-1)
         return breaks.any(dim=-1) & same & kept
 
-    def block_settled(self, previous: torch.LongTensor, new_current: torch.LongTensor, new_argmax: torch.LongTensor,
+    def block_settled(self, unchanged: torch.BoolTensor, new_current: torch.LongTensor, new_argmax: torch.LongTensor,
                       hole: torch.BoolTensor, block_end: BlockEnd) -> torch.BoolTensor:
         """Rows whose leading accepted slots already hold the end of the shown block (block_end.block_end_slot) and
-        kept their argmax in this step up to it, where the argmax is the accepted token: as answer_settled, with the
+        kept their argmax up to it (`unchanged`), where the argmax is the accepted token: as answer_settled, with the
         end found in the text rather than in one token."""
         done = torch.zeros(new_current.shape[0], dtype=torch.bool, device=new_current.device)
         accepted = (hole & (new_current != self.mask_id)).cpu()
         columns = self.runner.columns_of(new_argmax).cpu()
-        same = ((previous == new_argmax) & (new_argmax == new_current)).cpu()
+        same = (unchanged & (new_argmax == new_current)).cpu()
         hole = hole.cpu()
         for row in range(new_current.shape[0]):
             slots = hole[row].nonzero().squeeze(-1).tolist()

@@ -117,19 +117,24 @@ def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: 
 
 
 def stable_and_confident(history: list[torch.LongTensor], argmax_canvas: torch.LongTensor, entropy: torch.Tensor,
-                         hole: torch.BoolTensor, stability_threshold: int, confidence_threshold: float) -> torch.BoolTensor:
+                         hole: torch.BoolTensor, stability_threshold: int, confidence_threshold: float,
+                         keep: int = 0) -> torch.BoolTensor:
     """Adaptive stop per row: the argmax canvas equals the last `stability_threshold` ones and the
-    mean entropy over hole positions is below the threshold. `history` is updated in place."""
+    mean entropy over hole positions is below the threshold. `history` is updated in place; it keeps the last
+    max(stability_threshold, keep) argmax canvases (`keep`: for the caller's own tests)."""
     if stability_threshold == 0:
         stable = torch.ones(argmax_canvas.shape[0], dtype=torch.bool, device=argmax_canvas.device)
+        if keep:
+            history.append(argmax_canvas)
+            del history[:-keep]
     else:
         stable = torch.ones(argmax_canvas.shape[0], dtype=torch.bool, device=argmax_canvas.device)
         if len(history) < stability_threshold:
             stable &= False
-        for past in history:
+        for past in history[-stability_threshold:]:
             stable &= (past == argmax_canvas).all(dim=-1)
         history.append(argmax_canvas)
-        del history[:-stability_threshold]
+        del history[:-max(stability_threshold, keep)]
     if bool(hole.all()):
         mean_entropy = entropy.mean(dim=-1)  # bit-identical to the reference when nothing is pinned
     else:

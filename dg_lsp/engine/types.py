@@ -16,6 +16,9 @@ class DenoiseParams:
     t_min_ratio: float = 0.5
     entropy_bound: float = 0.1
     stability_threshold: int = 1
+    # a left-to-right stop (the hole full, its first end, its block's end) needs the answer's argmax up to there
+    # unchanged over this many steps (DenoiseLoop.stop)
+    settle_steps: int = 1
     confidence_threshold: float = 0.005
     seed: int = 0
     deadline_ms: float | None = None  # step budget: return the best canvas so far when it passes

@@ -55,6 +55,7 @@ _PARAM_FIELDS = {
     "t_min_ratio": ((int, float), (0.0, 1.0)),
     "entropy_bound": ((int, float), (0.0, 1000.0)),
     "stability_threshold": ((int,), (0, 1024)),
+    "settle_steps": ((int,), (1, 1024)),
     "confidence_threshold": ((int, float), (0.0, 1000.0)),
     "seed": ((int,), (-(1 << 63), (1 << 63) - 1)),
     "deadline_ms": ((int, float, type(None)), (0.0, 3_600_000.0)),

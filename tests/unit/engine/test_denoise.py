@@ -4,6 +4,7 @@ Where a test checks what the engine reports (steps, tokens, scores, the chosen r
 the loop really did, observed from outside: the decoder forwards counted at the runner, the final canvas and
 logits the loop returned (`Capture`), not against the engine's own arithmetic on its own numbers."""
 
+import dataclasses
 import math
 import threading
 
@@ -442,11 +443,15 @@ def test_a_line_only_fill_after_a_line_break_ends_at_the_answers_own_line_break(
         lead["a"] = prepared[1].lead
         params = DenoiseParams(temperature=0, max_steps=60)
         res = engine.infill(InfillRequest(**request, params=params))
+        later = engine.infill(InfillRequest(**request, params=dataclasses.replace(params, settle_steps=5)))
         full = engine.infill(InfillRequest(**{**request, "line_only": False}, params=params))
         line = engine.tokenizer.decode([41 + lead["a"], 42 + lead["a"]])
     finally:
         engine.close()
     assert res.steps == 3 and res.text.split("\n")[0] == line, res
+    # settle_steps=5: the argmax up to the line break must equal the last five steps' (it never changes here), so
+    # the first step that can stop is the sixth
+    assert later.steps == 6 and later.text.split("\n")[0] == line, later
     assert full.steps > 6 and full.text.split("\n")[0] == line, full
 
 
