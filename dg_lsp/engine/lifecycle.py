@@ -128,6 +128,11 @@ class InfillLifecycle:
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if heal:
             canvas.first_columns = self.first_columns(heal)
+        if request.line_only and "\n" not in heal:
+            # only the answer's first line is shown: a first token that breaks the line before any text would show
+            # nothing, so the first slot writes on the cursor's line (or ends the hole: the pad stays allowed)
+            on_line = ~self.opens_a_line()
+            canvas.first_columns = on_line if canvas.first_columns is None else canvas.first_columns & on_line
         if self.loop.left_to_right:
             if request.line_only:
                 canvas.ends = self.token_texts("\n", "in")
@@ -147,6 +152,18 @@ class InfillLifecycle:
         cached = self._token_texts.get(key)
         if cached is None:
             cached = torch.tensor([i == self.pad_id for i in ids], dtype=torch.bool)
+            self._token_texts[key] = cached
+        return cached
+
+    def opens_a_line(self) -> torch.BoolTensor:
+        """[V] the decoder's logit columns whose token breaks the line before any text of its own ("\n", "  \n",
+        "\n    "). Computed once."""
+        ids = self._column_ids()
+        key = ("opens", len(ids), ids[-1] if len(ids) else None)
+        cached = self._token_texts.get(key)
+        if cached is None:
+            cached = torch.tensor([t is not None and "\n" in t and not t.split("\n", 1)[0].strip()
+                                   for t in self.column_texts()], dtype=torch.bool)
             self._token_texts[key] = cached
         return cached
 

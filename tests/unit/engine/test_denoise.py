@@ -488,3 +488,34 @@ def test_a_left_to_right_fill_stops_where_its_block_ends(ltr_model_dir, monkeypa
     assert block.steps == 3 and block.text.split("\n")[0] == first_line, block
     assert full.steps > 6 and full.text.split("\n")[0] == first_line, full
     assert flat.steps > 6, flat  # at indentation 0 no line dedents: the rule decides nothing here
+
+
+def test_a_line_only_fill_never_starts_by_breaking_the_line(ltr_model_dir, monkeypatch):
+    """Only a line-only answer's first line is shown, so a first token that breaks the line before any text would
+    show nothing: there the first slot takes its best token that stays on the line. Without `line_only` the
+    model's favourite, the line break, comes first."""
+    engine = Engine.load(str(ltr_model_dir), device="cpu")
+    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+    assert len(newline) == 1
+    runner = engine.loop.runner
+    lead = {}
+
+    def favourite(length):
+        best = 40 + torch.arange(length)
+        best[lead["a"]] = newline[0]
+        return best
+
+    monkeypatch.setattr(runner, "decode",
+                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
+    params = DenoiseParams(temperature=0, max_steps=60)
+    try:
+        lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix=")\n"))[1].lead
+        opens = engine.lifecycle.opens_a_line()
+        assert bool(opens[runner.column_of(newline[0])]) and int(opens.sum()) < len(opens) // 2
+        on_line = engine.infill(InfillRequest(prefix="x =", suffix=")\n", line_only=True, params=params))
+        free = engine.infill(InfillRequest(prefix="x =", suffix=")\n", params=params))
+        runner_up = engine.tokenizer.decode([200 + lead["a"]])
+    finally:
+        engine.close()
+    assert free.text.startswith("\n"), free
+    assert on_line.text.startswith(runner_up) and not on_line.text.startswith("\n"), on_line
