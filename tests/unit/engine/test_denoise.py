@@ -294,6 +294,27 @@ def _unsure(real, favourite=lambda length: 40 + torch.arange(length),
     return decode
 
 
+def _line_break_engine(ltr_model_dir, monkeypatch, breaks: tuple[int, ...]):
+    """The left-to-right tiny model with a decode (_unsure: one slot a step) whose favourite at hole slot k is token
+    40 + lead + k, or a line break at the slots in `breaks`; the runner-up is 200 + lead + k. Returns the engine,
+    the line break's id and `lead`, a dict whose "a" the caller sets to the hole's first canvas position."""
+    engine = Engine.load(str(ltr_model_dir), device="cpu")
+    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+    assert len(newline) == 1
+    runner = engine.loop.runner
+    lead = {}
+
+    def favourite(length):
+        best = 40 + torch.arange(length)
+        for k in breaks:
+            best[lead["a"] + k] = newline[0]
+        return best
+
+    monkeypatch.setattr(runner, "decode",
+                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
+    return engine, newline[0], lead
+
+
 def test_a_left_to_right_model_only_ever_extends_a_clean_prefix(tiny_mask_model_dir, ltr_model_dir, monkeypatch):
     """`unmask_order: left_to_right` in dg_lsp.json reaches the loop through `Engine.load`: every forward sees the
     hole as accepted tokens followed by [MASK]s, and each forward after the first sees one accepted position more
@@ -385,19 +406,8 @@ def test_a_line_only_left_to_right_fill_stops_at_its_first_accepted_line_break(l
     favourite: a `line_only` request stops at the step that accepts it (3) and answers with its first line, while
     the same request without `line_only` runs until its hole is (about) full. Accepted slots never change, so the first
     line is the one the full run writes."""
-    engine = Engine.load(str(ltr_model_dir), device="cpu")
-    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
-    assert len(newline) == 1
+    engine, _, lead = _line_break_engine(ltr_model_dir, monkeypatch, (2,))
     runner = engine.loop.runner
-    lead = {}
-
-    def favourite(length):
-        best = 40 + torch.arange(length)
-        best[lead["a"] + 2] = newline[0]
-        return best
-
-    monkeypatch.setattr(runner, "decode",
-                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
     try:
         seen = Capture(engine, monkeypatch)
         runs = {}
@@ -422,20 +432,8 @@ def test_a_line_only_fill_after_a_line_break_ends_at_the_answers_own_line_break(
     the answer's line (slot 3), not at the first slot's, and answers with the line between them. The first step
     takes two slots (the healed one is certain: every token that does not start a line is banned there), so the
     stop comes at step 3; without `line_only` the fill runs on until its hole is (about) full."""
-    engine = Engine.load(str(ltr_model_dir), device="cpu")
-    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
-    assert len(newline) == 1
+    engine, _, lead = _line_break_engine(ltr_model_dir, monkeypatch, (0, 3))
     runner = engine.loop.runner
-    lead = {}
-
-    def favourite(length):
-        best = 40 + torch.arange(length)
-        best[lead["a"]] = newline[0]  # the healed line break
-        best[lead["a"] + 3] = newline[0]  # the answer's own
-        return best
-
-    monkeypatch.setattr(runner, "decode",
-                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
     request = dict(prefix="x = 1\n", suffix="y = 2\n", line_only=True)
     try:
         prepared = engine.prepare(InfillRequest(**request))
@@ -460,19 +458,8 @@ def test_a_left_to_right_fill_stops_where_its_block_ends(ltr_model_dir, monkeypa
     indented: the shown text ends before that line (postprocess.cut_to_block), so the fill stops at the step that
     accepts slot 3 (step 3: the step that takes slot 2's line break takes slot 3 with it), with the same first line
     as the fill without the rule, which runs on until its hole is (about) full."""
-    engine = Engine.load(str(ltr_model_dir), device="cpu")
-    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
-    assert len(newline) == 1
+    engine, _, lead = _line_break_engine(ltr_model_dir, monkeypatch, (2,))
     runner = engine.loop.runner
-    lead = {}
-
-    def favourite(length):
-        best = 40 + torch.arange(length)
-        best[lead["a"] + 2] = newline[0]
-        return best
-
-    monkeypatch.setattr(runner, "decode",
-                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
     params = DenoiseParams(temperature=0, max_steps=60)
     try:
         lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix="\n"))[1].lead
@@ -494,24 +481,13 @@ def test_a_line_only_fill_never_starts_by_breaking_the_line(ltr_model_dir, monke
     """Only a line-only answer's first line is shown, so a first token that breaks the line before any text would
     show nothing: there the first slot takes its best token that stays on the line. Without `line_only` the
     model's favourite, the line break, comes first."""
-    engine = Engine.load(str(ltr_model_dir), device="cpu")
-    newline = engine.tokenizer.encode("\n", add_special_tokens=False)
-    assert len(newline) == 1
+    engine, newline, lead = _line_break_engine(ltr_model_dir, monkeypatch, (0,))
     runner = engine.loop.runner
-    lead = {}
-
-    def favourite(length):
-        best = 40 + torch.arange(length)
-        best[lead["a"]] = newline[0]
-        return best
-
-    monkeypatch.setattr(runner, "decode",
-                        _unsure(runner.decode, favourite, lambda length: 200 + torch.arange(length)))
     params = DenoiseParams(temperature=0, max_steps=60)
     try:
         lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix=")\n"))[1].lead
         opens = engine.lifecycle.opens_a_line()
-        assert bool(opens[runner.column_of(newline[0])]) and int(opens.sum()) < len(opens) // 2
+        assert bool(opens[runner.column_of(newline)]) and int(opens.sum()) < len(opens) // 2
         on_line = engine.infill(InfillRequest(prefix="x =", suffix=")\n", line_only=True, params=params))
         free = engine.infill(InfillRequest(prefix="x =", suffix=")\n", params=params))
         runner_up = engine.tokenizer.decode([200 + lead["a"]])
