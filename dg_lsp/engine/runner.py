@@ -8,6 +8,14 @@ import torch
 from .loader import LoadedModel
 
 
+def head_logits(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """`head(hidden)` over rows flattened to 2D. A slice such as `hidden[:, -1:]` of a long encode keeps the long
+    tensor's batch stride; on CPU (torch 2.13, oneDNN) a 3D linear over such a view ran the 262k-row Gemma head 40x
+    slower (1.5 s instead of 38 ms for the first token after a 600-token prompt, one thread)."""
+    flat = hidden.reshape(-1, hidden.shape[-1])
+    return head(flat).view(*hidden.shape[:-1], -1)
+
+
 class ModelRunner:
     def __init__(self, loaded: LoadedModel):
         self.loaded = loaded
@@ -137,6 +145,6 @@ class ModelRunner:
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Encoder hidden states -> soft-capped next-token logits, as the model's forward does for the decoder."""
-        logits = self.model.lm_head(hidden).to(torch.float32)
+        logits = head_logits(self.model.lm_head, hidden).to(torch.float32)
         cap = self.model.final_logit_softcapping
         return torch.tanh(logits / cap) * cap if cap else logits

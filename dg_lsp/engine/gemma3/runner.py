@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..canvas import BANNED
-from ..runner import ModelRunner
+from ..runner import ModelRunner, head_logits
 from . import adapter as A
 from .vocab import OutputVocab
 
@@ -92,4 +92,4 @@ class Gemma3Runner(ModelRunner):
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's next-token logits (full vocabulary): the AR twin is the unchanged base Gemma."""
-        return self.model.lm_head(hidden).to(torch.float32)
+        return head_logits(self.model.lm_head, hidden).to(torch.float32)

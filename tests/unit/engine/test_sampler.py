@@ -83,3 +83,21 @@ def test_entropy_of_tempered_logits_is_unchanged():
     expected = -(logp.exp() * logp).sum(dim=-1)  # the formula before exp_exact
     assert (logp < sampler.SUBNORMAL_EXP_BELOW).float().mean() > 0.3  # most of the vocabulary is in the slow range
     assert torch.equal(sampler.token_entropy(logits), expected)
+
+
+def test_head_logits_flattens_a_strided_slice_and_keeps_its_shape():
+    """The AR twin's head runs on `hidden[:, -1:]` of a long encode (a view with the long tensor's batch stride);
+    head_logits gives the same numbers as the plain 3D call, in the input's leading shape."""
+    import torch
+
+    from dg_lsp.engine.runner import head_logits
+
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 5, bias=False)
+    hidden = torch.randn(2, 7, 8)
+    last = hidden[:, -1:]
+    assert last.stride()[0] == 7 * 8
+    out = head_logits(head, last)
+    assert out.shape == (2, 1, 5)
+    torch.testing.assert_close(out, head(last))
+    torch.testing.assert_close(head_logits(head, hidden), head(hidden))
