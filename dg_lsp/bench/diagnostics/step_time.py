@@ -7,7 +7,9 @@ Everything goes through the engine's real code: a loop step is `DenoiseLoop.run`
 sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps
 it ran; a decoder forward is the loop runner's `decode()` alone (self-conditioning on, as in every step after the
 first); an AR token is one step of the engine's autoregressive baseline (`runner.encode([token], cache)`, then
-`lm_logits` and argmax on the last hidden state), averaged over `--ar-tokens` tokens after the prompt.
+`lm_logits` and argmax on the last hidden state), averaged over `--ar-tokens` tokens after the prompt; the first
+token's head alone (`lm_logits` on the last row of the prompt's encode) is timed apart, since it reads a view into
+the long encode output (engine/runner.py `head_logits`).
 
 The buckets are canvas widths: 16 and 32 are a mid-line and a blank-line hole without a suffix head
 (completion/buckets.py), `full` the model's whole canvas (invoked completions, fills; with a suffix head of 16 a
@@ -45,7 +47,7 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
     loop, runner = engine.loop, engine.runner
     params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
     forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
-    samples: dict[str, list[float]] = {"ar_token": []}
+    samples: dict[str, list[float]] = {"ar_token": [], "ar_first_head": []}
     for w in widths:
         samples[f"step_{w}"], samples[f"forward_{w}"] = [], []
 
@@ -59,6 +61,15 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
             token = int(runner.lm_logits(hidden[:, -1:]).argmax(dim=-1))
         sync(runner.device)
         return (time.perf_counter() - t0) * 1000.0 / ar_tokens
+
+    def first_head_ms() -> float:
+        """The head on the prompt encode's last row: the first AR token's logits, a view into a long output."""
+        _, hidden = runner.encode(prompt)
+        sync(runner.device)
+        t0 = time.perf_counter()
+        runner.lm_logits(hidden[:, -1:])
+        sync(runner.device)
+        return (time.perf_counter() - t0) * 1000.0
 
     def step_ms(width: int) -> float:
         canvas = blank_canvas(runner, prompt, width)
@@ -85,6 +96,7 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
             step_ms(w)  # warm
         for _ in range(rounds):
             samples["ar_token"].append(ar_token_ms())
+            samples["ar_first_head"].append(first_head_ms())
             for w in widths:
                 samples[f"step_{w}"].append(step_ms(w))
                 samples[f"forward_{w}"].append(forward_ms(w))
@@ -97,7 +109,9 @@ def table(result: dict) -> str:
     m = result["median_ms"]
     ar = m["ar_token"]
     lines = ["| what | ms (median) | x AR token |", "|---|---|---|",
-             f"| AR token (encoder step + head) | {ar:.1f} | 1.00 |"]
+             f"| AR token (encoder step + head) | {ar:.1f} | 1.00 |",
+             f"| head alone on the prompt's last row (the first AR token) | {m['ar_first_head']:.1f} | "
+             f"{m['ar_first_head'] / ar:.2f} |"]
     for w in result["widths"]:
         lines.append(f"| loop step, canvas {w} | {m[f'step_{w}']:.1f} | {m[f'step_{w}'] / ar:.2f} |")
         lines.append(f"| decoder forward alone, canvas {w} | {m[f'forward_{w}']:.1f} | {m[f'forward_{w}'] / ar:.2f} |")
