@@ -218,6 +218,8 @@ def _compare(a: str, b: str) -> int:
     ra, rb = _load_report(a), _load_report(b)
     try:
         print(report.compare_table(ra, rb))
+        print()
+        print(report.paired_table(ra, rb))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{a} or {b} is not a complete report (missing {exc})") from None
     return 0

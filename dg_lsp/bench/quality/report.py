@@ -56,6 +56,7 @@ Fields are only ever added within one schema version.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -175,5 +176,62 @@ def compare_table(a: dict, b: dict) -> str:
                 continue
             scale = 100 if fmt is _pct else 1
             cells.append(f"{fmt(va)} -> {fmt(vb)} ({(vb - va) * scale:+.{2 if field == 'tokens_per_forward' else 1}f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test on the discordant pairs: the chance, under "A and B are equally good",
+    of a split at least this uneven. 1.0 when there are none."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def _config_pairs(a: dict, b: dict) -> list[tuple[str, str]]:
+    """Labels of the configurations two reports share: the same label, else the same mode when each
+    report has one configuration of it (a rerun with other settings is still that mode)."""
+    la = [c["label"] for c in a["configs"]]
+    lb = [c["label"] for c in b["configs"]]
+    pairs = [(x, x) for x in la if x in lb]
+    taken_a, taken_b = {p[0] for p in pairs}, {p[1] for p in pairs}
+    mode_a = defaultdict(list)
+    mode_b = defaultdict(list)
+    for c in a["configs"]:
+        if c["label"] not in taken_a:
+            mode_a[c["mode"]].append(c["label"])
+    for c in b["configs"]:
+        if c["label"] not in taken_b:
+            mode_b[c["mode"]].append(c["label"])
+    for mode, labels in mode_a.items():
+        if len(labels) == 1 and len(mode_b.get(mode, [])) == 1:
+            pairs.append((labels[0], mode_b[mode][0]))
+    return pairs
+
+
+def paired_table(a: dict, b: dict) -> str:
+    """Markdown: per shared configuration, the tasks both reports ran, compared task by task. "A only"
+    counts tasks that pass (or match exactly) in A and not in B; p is the two-sided sign test on those
+    discordant tasks. "differ" counts tasks whose completions are not the same text."""
+    head = ["A", "B", "tasks", "differ", "pass A only", "pass B only", "p (pass)", "EM A only", "EM B only",
+            "p (EM)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label_a, label_b in _config_pairs(a, b):
+        sa = {s["task_id"]: s for s in a["samples"] if s["label"] == label_a}
+        sb = {s["task_id"]: s for s in b["samples"] if s["label"] == label_b}
+        common = [t for t in sa if t in sb]
+        differ = sum(sa[t].get("completion") != sb[t].get("completion") for t in common)
+        cells = [label_a, label_b, str(len(common)), str(differ)]
+        for field in ("passed", "exact_match"):
+            both = [t for t in common if sa[t].get(field) is not None and sb[t].get(field) is not None]
+            if not both:
+                cells += ["-", "-", "-"]
+                continue
+            a_only = sum(bool(sa[t][field]) and not sb[t][field] for t in both)
+            b_only = sum(bool(sb[t][field]) and not sa[t][field] for t in both)
+            cells += [str(a_only), str(b_only), f"{sign_test_p(a_only, b_only):.3g}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

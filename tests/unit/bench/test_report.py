@@ -81,3 +81,24 @@ def test_rows_table_and_compare(tmp_path):
     report.write_json(b, tmp_path / "b.json")
     delta = report.compare_table(report.load_json(tmp_path / "a.json"), report.load_json(tmp_path / "b.json"))
     assert "25.0 -> 75.0 (+50.0)" in delta
+
+
+def test_sign_test_p_values():
+    assert report.sign_test_p(0, 0) == 1.0
+    assert report.sign_test_p(3, 3) == 1.0
+    # 8 against 0: 2 * 0.5**8
+    assert abs(report.sign_test_p(8, 0) - 2 / 256) < 1e-12
+    assert abs(report.sign_test_p(1, 9) - 2 * 11 / 1024) < 1e-12
+
+
+def test_paired_table_counts_tasks_that_change_sides():
+    a, b = _report(0.25), _report(0.75, label="diffusion/engine s=16")  # other label, same mode: paired
+    for s, passed in zip(a["samples"], [True, True, False, None]):
+        s["passed"], s["completion"] = passed, "x"
+    for s, passed in zip(b["samples"], [True, False, True, None]):
+        s["passed"], s["completion"] = passed, "x" if passed else "y"
+    table = report.paired_table(a, b)
+    row = table.splitlines()[2]
+    # 4 shared tasks, 2 completions differ (tasks 1 and 3); pass: task 1 only in A, task 2 only in B;
+    # EM: A matches task 0, B tasks 0-2, so 2 only in B.
+    assert row == "| diffusion/engine s=8 | diffusion/engine s=16 | 4 | 2 | 1 | 1 | 1 | 0 | 2 | 0.5 |"
