@@ -1,7 +1,7 @@
 """Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
 
     python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
-        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--json OUT]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--json OUT]
 
 Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
 sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps
@@ -38,7 +38,7 @@ def prompt_ids(engine, tokens: int) -> list[int]:
 
 
 def measure(engine, widths: list[int], rounds: int, steps: int, temperature: float, prompt: list[int],
-            ar_tokens: int = 16) -> dict:
+            ar_tokens: int = 16, unmerged: bool = False) -> dict:
     import torch
 
     from dg_lsp.engine.speed import blank_canvas, decoder_forward, sync
@@ -48,8 +48,11 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
     params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
     forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
     samples: dict[str, list[float]] = {"ar_token": [], "ar_first_head": []}
+    adapter = getattr(runner, "adapter", None) if unmerged else None  # a Gemma adapter: also time it unmerged
     for w in widths:
         samples[f"step_{w}"], samples[f"forward_{w}"] = [], []
+        if adapter is not None:
+            samples[f"step_{w}_unmerged"], samples[f"forward_{w}_unmerged"] = [], []
 
     def ar_token_ms() -> float:
         cache, hidden = runner.encode(prompt)
@@ -100,6 +103,13 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
             for w in widths:
                 samples[f"step_{w}"].append(step_ms(w))
                 samples[f"forward_{w}"].append(forward_ms(w))
+                if adapter is not None:
+                    adapter.unmerge()
+                    try:
+                        samples[f"step_{w}_unmerged"].append(step_ms(w))
+                        samples[f"forward_{w}_unmerged"].append(forward_ms(w))
+                    finally:
+                        adapter.merge()
     medians = {k: statistics.median(v) for k, v in samples.items()}
     return {"median_ms": medians, "samples_ms": samples, "widths": widths, "rounds": rounds, "steps": steps,
             "temperature": temperature, "prompt_tokens": len(prompt), "ar_tokens": ar_tokens}
@@ -115,6 +125,11 @@ def table(result: dict) -> str:
     for w in result["widths"]:
         lines.append(f"| loop step, canvas {w} | {m[f'step_{w}']:.1f} | {m[f'step_{w}'] / ar:.2f} |")
         lines.append(f"| decoder forward alone, canvas {w} | {m[f'forward_{w}']:.1f} | {m[f'forward_{w}'] / ar:.2f} |")
+        for what in ("step", "forward"):
+            if f"{what}_{w}_unmerged" in m:
+                u = m[f"{what}_{w}_unmerged"]
+                lines.append(f"| {'loop step' if what == 'step' else 'decoder forward alone'}, canvas {w}, LoRA unmerged "
+                             f"(merged/unmerged {m[f'{what}_{w}'] / u:.3f}) | {u:.1f} | {u / ar:.2f} |")
     return "\n".join(lines)
 
 
@@ -133,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ar-tokens", type=int, default=16)
     ap.add_argument("--fast", choices=("off", "on", "compile"), default="off",
                     help="the loop's runner: eager ModelRunner, fixed-shape StaticRunner, or StaticRunner compiled")
+    ap.add_argument("--unmerged", action="store_true",
+                    help="a Gemma adapter: also time each step and forward with the LoRA deltas unmerged "
+                         "(adapter.LoRALinear.merge), interleaved")
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args(argv)
 
@@ -157,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 compile_s = time.perf_counter() - t0
         widths = _widths(args.widths, engine.canvas_length)
         result = measure(engine, widths, args.rounds, args.steps, args.temperature,
-                         prompt_ids(engine, args.prompt_tokens), args.ar_tokens)
+                         prompt_ids(engine, args.prompt_tokens), args.ar_tokens, unmerged=args.unmerged)
         result.update(fast=args.fast, compile_s=compile_s, model=engine.loaded.path, torch=torch.__version__,
                       threads=torch.get_num_threads())
     finally:

@@ -48,7 +48,14 @@ class AdapterState:
 
 
 class LoRALinear(nn.Module):
-    """y = base(x) + (x A^T B^T) * scale while `state.active`; base weights frozen."""
+    """y = base(x) + (x A^T B^T) * scale while `state.active`; base weights frozen.
+
+    For inference, `merge()` keeps a second copy of the weight with the delta folded in (W + B A * scale, summed in
+    float32 and stored in the base weight's dtype), so a decoder pass is one matmul per linear instead of three and
+    two casts; the base weight itself is untouched, because the encoder and the AR twin use it. The merged copy is
+    used only without autograd (training always runs the unmerged path, so gradients reach A and B) and only while
+    it is fresh: any later change to A, B or the base weight (an optimizer step, a load, a dtype cast) makes the
+    layer drop it and run unmerged until the next `merge()`."""
 
     def __init__(self, base: nn.Linear, rank: int, alpha: float, state: AdapterState):
         super().__init__()
@@ -59,11 +66,29 @@ class LoRALinear(nn.Module):
         self.lora_a = nn.Parameter(torch.empty(rank, base.in_features, device=dev, dtype=dt))
         self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank, device=dev, dtype=dt))
         nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
+        self.merged: torch.Tensor | None = None  # a plain attribute: not in state_dict, not moved by .to()
+        self._merged_key: tuple | None = None
+
+    def _key(self) -> tuple:
+        return tuple((t._version, t.data_ptr(), t.dtype, t.device) for t in (self.lora_a, self.lora_b, self.base.weight))
+
+    @torch.no_grad()
+    def merge(self) -> None:
+        w = self.base.weight
+        self.merged = (w.float() + (self.lora_b.float() @ self.lora_a.float()) * self.scale).to(w.dtype)
+        self._merged_key = self._key()
+
+    def unmerge(self) -> None:
+        self.merged, self._merged_key = None, None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.base(x)
         if not self.state.active:
-            return y
+            return self.base(x)
+        if self.merged is not None and not torch.is_grad_enabled():
+            if self._merged_key == self._key() and x.dtype == self.merged.dtype:
+                return nn.functional.linear(x, self.merged, self.base.bias)
+            self.unmerge()  # stale: the weights changed since merge()
+        y = self.base(x)
         a, b = self.lora_a.to(x.dtype), self.lora_b.to(x.dtype)
         return y + (x @ a.t()) @ b.t() * self.scale
 
@@ -83,6 +108,16 @@ class Adapter:
     suffix_bias: nn.Parameter | None = None  # [heads] the suffix gate (None: the suffix head shares the canvas gate)
     end_row: nn.Parameter | None = None  # [H] added to the pad's output row (the end head; None: none)
     end_bias: nn.Parameter | None = None  # [1] added to the pad's logit
+
+    def merge(self) -> None:
+        """Fold the deltas into an inference copy of each adapted weight (LoRALinear.merge; about the size of the
+        layers' linears again, in their dtype)."""
+        for m in self.modules.values():
+            m.merge()
+
+    def unmerge(self) -> None:
+        for m in self.modules.values():
+            m.unmerge()
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]

@@ -45,7 +45,10 @@ class Gemma3Runner(ModelRunner):
         self.pad_column = pad_col
 
     def refresh(self) -> None:
+        """After a load or a dtype cast: the restricted output head, and the adapter's merged inference weights
+        (adapter.LoRALinear.merge: one matmul per adapted linear in a decoder pass)."""
         self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
+        self.adapter.merge()
 
     @property
     def logits_dtype(self):
