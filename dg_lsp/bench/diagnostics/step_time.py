@@ -1,7 +1,7 @@
 """Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
 
     python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
-        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--json OUT]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--profile WIDTH] [--json OUT]
 
 Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
 sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps
@@ -115,6 +115,29 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
             "temperature": temperature, "prompt_tokens": len(prompt), "ar_tokens": ar_tokens}
 
 
+def profile_loop(engine, width: int, steps: int, temperature: float, prompt: list[int], rows: int = 15) -> str:
+    """torch.profiler's table (by self CPU time) of one `DenoiseLoop.run` at this canvas width, after a warm run."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from dg_lsp.engine.speed import blank_canvas
+    from dg_lsp.engine.types import DenoiseParams
+
+    loop, runner = engine.loop, engine.runner
+    params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
+
+    def once():
+        cache, _ = runner.encode(prompt)
+        return loop.run(blank_canvas(runner, prompt, width), cache, params, torch.Generator(device=runner.device).manual_seed(0))
+
+    with torch.inference_mode():
+        once()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            out = once()
+    return (f"one loop run, canvas {width}, {out.steps} steps (prompt encode included):\n"
+            + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
 def table(result: dict) -> str:
     m = result["median_ms"]
     ar = m["ar_token"]
@@ -151,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unmerged", action="store_true",
                     help="a Gemma adapter: also time each step and forward with the LoRA deltas unmerged "
                          "(adapter.LoRALinear.merge), interleaved")
+    ap.add_argument("--profile", type=int, default=None, metavar="WIDTH",
+                    help="also print torch.profiler's table of one loop run at this canvas width")
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args(argv)
 
@@ -178,12 +203,16 @@ def main(argv: list[str] | None = None) -> int:
                          prompt_ids(engine, args.prompt_tokens), args.ar_tokens, unmerged=args.unmerged)
         result.update(fast=args.fast, compile_s=compile_s, model=engine.loaded.path, torch=torch.__version__,
                       threads=torch.get_num_threads())
+        profiled = None if args.profile is None else profile_loop(
+            engine, args.profile, args.steps, args.temperature, prompt_ids(engine, args.prompt_tokens))
     finally:
         engine.close()
     print(table(result))
     print(f"\n{result['rounds']} interleaved rounds; loop runs of {result['steps']} steps at temperature "
           f"{result['temperature']}, prompt {result['prompt_tokens']} tokens, fast={result['fast']}, "
           f"{result['threads']} thread(s)" + (f"; compile + warm-up {compile_s:.1f} s" if compile_s else ""))
+    if profiled:
+        print("\n" + profiled)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -110,8 +110,11 @@ def test_step_time_diagnostic_times_the_unmerged_adapter_too(adapted_dir, tmp_pa
 
     out = tmp_path / "st.json"
     assert step_time.main(["--model", str(adapted_dir), "--widths", "8", "--rounds", "1", "--steps", "2",
-                           "--prompt-tokens", "12", "--ar-tokens", "2", "--unmerged", "--json", str(out)]) == 0
+                           "--prompt-tokens", "12", "--ar-tokens", "2", "--unmerged", "--profile", "8",
+                           "--json", str(out)]) == 0
     medians = json.loads(out.read_text())["median_ms"]
     assert {"step_8", "forward_8", "step_8_unmerged", "forward_8_unmerged"} <= set(medians)
     assert all(v > 0 for v in medians.values())
-    assert "canvas 8, LoRA unmerged" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "canvas 8, LoRA unmerged" in printed
+    assert "one loop run, canvas 8, 2 steps" in printed and "aten::" in printed
