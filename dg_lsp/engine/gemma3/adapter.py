@@ -70,7 +70,10 @@ class LoRALinear(nn.Module):
         self._merged_key: tuple | None = None
 
     def _key(self) -> tuple:
-        return tuple((t._version, t.data_ptr(), t.dtype, t.device) for t in (self.lora_a, self.lora_b, self.base.weight))
+        """What a merged weight was built from (checked on every decoder pass, so kept to plain attribute reads): the
+        version counters that in-place changes bump, the storages that a reassignment or cast replaces, the dtype."""
+        a, b, w = self.lora_a, self.lora_b, self.base.weight
+        return a._version, b._version, w._version, a.data_ptr(), b.data_ptr(), w.data_ptr(), w.dtype
 
     @torch.no_grad()
     def merge(self) -> None:
@@ -215,9 +218,8 @@ def decoder_logits(adapter: Adapter, hidden: torch.Tensor, head: torch.Tensor, e
     if adapter.end_row is None or end_column is None:
         return logits
     extra = hidden.float() @ adapter.end_row.float() + adapter.end_bias.float()  # [...]
-    column = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=logits.device)
-    column[end_column] = 1.0
-    return logits + extra.unsqueeze(-1) * column
+    logits[..., end_column] += extra  # in place on the fresh float32 logits (autograd saves neither)
+    return logits
 
 
 def text_model(model: nn.Module) -> nn.Module:
