@@ -57,18 +57,6 @@ def sample_tokens(logits: torch.Tensor, generator: torch.Generator | None, greed
     return drawn.squeeze(-1).view(b, length)
 
 
-def token_entropy(logits: torch.Tensor, reference: bool = False) -> torch.Tensor:
-    """Entropy of each position's distribution: [B, L, V] -> [B, L]. `reference=True` computes it as
-    `generate()` does (torch.distributions); the default computes the same quantity from one log-softmax over logits
-    floored at the row's max - ENTROPY_FLOOR, scoring only the columns above the floor (see ENTROPY_FLOOR)."""
-    if reference:
-        return torch.distributions.Categorical(logits=logits).entropy()
-    x = logits.float()
-    floor = x.amax(dim=-1, keepdim=True) - ENTROPY_FLOOR
-    logp = torch.log_softmax(torch.maximum(x, floor), dim=-1)
-    return -(logp.exp() * logp * (x > floor)).sum(dim=-1)
-
-
 # On x86 CPUs, float32 exp (and arithmetic) with subnormal or underflowing results takes a microcode path 15-100x
 # slower than the ordinary one: on this Xeon (AVX-512) 45 ms instead of 0.4 ms for 40 x 32,768 values, and
 # log_softmax's own exp slows down the same way. Tempered logits (divided by 0.2) put most of the vocabulary below
@@ -79,6 +67,18 @@ def token_entropy(logits: torch.Tensor, reference: bool = False) -> torch.Tensor
 # V * e^-75 * (75 + log V), about 8e-27 nats for V = 32k, against bounds of 0.1 and up; the floor changes the
 # log-sum-exp by less than V * e^-75 relative, below float32's resolution.
 ENTROPY_FLOOR = 75.0
+
+
+def token_entropy(logits: torch.Tensor, reference: bool = False) -> torch.Tensor:
+    """Entropy of each position's distribution: [B, L, V] -> [B, L]. `reference=True` computes it as
+    `generate()` does (torch.distributions); the default computes the same quantity from one log-softmax over logits
+    floored at the row's max - ENTROPY_FLOOR, scoring only the columns above the floor (see ENTROPY_FLOOR)."""
+    if reference:
+        return torch.distributions.Categorical(logits=logits).entropy()
+    x = logits.float()
+    floor = x.amax(dim=-1, keepdim=True) - ENTROPY_FLOOR
+    logp = torch.log_softmax(torch.maximum(x, floor), dim=-1)
+    return -(logp.exp() * logp * (x > floor)).sum(dim=-1)
 
 
 def entropy_bound_accept(entropy: torch.Tensor, entropy_bound: float, eligible: torch.BoolTensor) -> torch.BoolTensor:

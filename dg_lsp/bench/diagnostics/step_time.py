@@ -37,15 +37,33 @@ def prompt_ids(engine, tokens: int) -> list[int]:
     return ([engine.bos_id] if engine.bos_id is not None else []) + ids
 
 
+def loop_params(steps: int, temperature: float):
+    """A timed loop run's parameters: confidence threshold 0, so every run takes `steps` steps."""
+    from dg_lsp.engine.types import DenoiseParams
+
+    return DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
+
+
+def loop_inputs(engine, prompt: list[int], width: int):
+    """What one `DenoiseLoop.run` at this canvas width takes besides its parameters: a blank canvas, the prompt's
+    fresh cache and a seeded generator."""
+    import torch
+
+    from dg_lsp.engine.speed import blank_canvas
+
+    runner = engine.runner
+    cache, _ = runner.encode(prompt)
+    return blank_canvas(runner, prompt, width), cache, torch.Generator(device=runner.device).manual_seed(0)
+
+
 def measure(engine, widths: list[int], rounds: int, steps: int, temperature: float, prompt: list[int],
             ar_tokens: int = 16, unmerged: bool = False) -> dict:
     import torch
 
-    from dg_lsp.engine.speed import blank_canvas, decoder_forward, sync
-    from dg_lsp.engine.types import DenoiseParams
+    from dg_lsp.engine.speed import decoder_forward, sync
 
     loop, runner = engine.loop, engine.runner
-    params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
+    params = loop_params(steps, temperature)
     forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
     samples: dict[str, list[float]] = {"ar_token": [], "ar_first_head": []}
     adapter = getattr(runner, "adapter", None) if unmerged else None  # a Gemma adapter: also time it unmerged
@@ -75,9 +93,7 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
         return (time.perf_counter() - t0) * 1000.0
 
     def step_ms(width: int) -> float:
-        canvas = blank_canvas(runner, prompt, width)
-        cache, _ = runner.encode(prompt)
-        generator = torch.Generator(device=runner.device).manual_seed(0)
+        canvas, cache, generator = loop_inputs(engine, prompt, width)
         sync(runner.device)
         t0 = time.perf_counter()
         out = loop.run(canvas, cache, params, generator)
@@ -120,21 +136,14 @@ def profile_loop(engine, width: int, steps: int, temperature: float, prompt: lis
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from dg_lsp.engine.speed import blank_canvas
-    from dg_lsp.engine.types import DenoiseParams
-
-    loop, runner = engine.loop, engine.runner
-    params = DenoiseParams(max_steps=steps, temperature=temperature, confidence_threshold=0.0)
-
-    def once():
-        cache, _ = runner.encode(prompt)
-        return loop.run(blank_canvas(runner, prompt, width), cache, params, torch.Generator(device=runner.device).manual_seed(0))
-
+    params = loop_params(steps, temperature)
     with torch.inference_mode():
-        once()
+        canvas, cache, generator = loop_inputs(engine, prompt, width)
+        engine.loop.run(canvas, cache, params, generator)  # warm
+        canvas, cache, generator = loop_inputs(engine, prompt, width)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            out = once()
-    return (f"one loop run, canvas {width}, {out.steps} steps (prompt encode included):\n"
+            out = engine.loop.run(canvas, cache, params, generator)
+    return (f"one loop run, canvas {width}, {out.steps} steps:\n"
             + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
@@ -199,12 +208,13 @@ def main(argv: list[str] | None = None) -> int:
                 runner.warm([(1, w) for w in widths], prompt_length=args.prompt_tokens)
                 compile_s = time.perf_counter() - t0
         widths = _widths(args.widths, engine.canvas_length)
-        result = measure(engine, widths, args.rounds, args.steps, args.temperature,
-                         prompt_ids(engine, args.prompt_tokens), args.ar_tokens, unmerged=args.unmerged)
+        prompt = prompt_ids(engine, args.prompt_tokens)
+        result = measure(engine, widths, args.rounds, args.steps, args.temperature, prompt, args.ar_tokens,
+                         unmerged=args.unmerged)
         result.update(fast=args.fast, compile_s=compile_s, model=engine.loaded.path, torch=torch.__version__,
                       threads=torch.get_num_threads())
         profiled = None if args.profile is None else profile_loop(
-            engine, args.profile, args.steps, args.temperature, prompt_ids(engine, args.prompt_tokens))
+            engine, args.profile, args.steps, args.temperature, prompt)
     finally:
         engine.close()
     print(table(result))
