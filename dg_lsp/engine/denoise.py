@@ -161,10 +161,18 @@ class DenoiseLoop:
         biases = [(self.runner.column_of(tid), bias.to(self.runner.device)) for tid, bias in canvas.token_bias.items()]
         return [(col, bias) for col, bias in biases if col is not None]
 
+    def verifies(self, params: DenoiseParams) -> bool:
+        """Whether `run` takes the AR-verified loop (run_verified) for these params: a weight is set, the runner has
+        a base model to check with (runner.verifies), and the noise is the [MASK] (open slots are told by it)."""
+        return (params.verify_weight is not None and getattr(self.runner, "verifies", False)
+                and self.noise_kind == "mask" and self.mask_id is not None)
+
     @torch.inference_mode()
     def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
             cancel: threading.Event | None = None, deadline: float | None = None,
             initial_canvas: torch.LongTensor | None = None) -> DenoiseOutcome:
+        if initial_canvas is None and self.verifies(params):
+            return self.run_verified(canvas, cache, params, generator, cancel, deadline)
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
@@ -209,3 +217,139 @@ class DenoiseLoop:
             if bool(finished.all()):
                 break
         return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit, self.unsettled(current, pinned))
+
+    @torch.inference_mode()
+    def run_verified(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
+                     cancel: threading.Event | None = None, deadline: float | None = None) -> DenoiseOutcome:
+        """AR-verified left-to-right decoding: the diffusion decoder drafts, the base model checks.
+
+        Each step runs the decoder over the canvas (bidirectional, the suffix head pinned) and the base model
+        causally over the same canvas up to one past its last drafted slot (`runner.verify`: one extra, narrower
+        forward).
+        From the first slot not yet kept, slots are kept left to right: each takes the argmax (or, sampling, a
+        draw) of log p_base + w * log p_decoder (w = params.verify_weight), or the pad where the decoder's own
+        argmax is the pad (the base model cannot see the suffix, so where the hole ends is the decoder's call).
+        The base model's prediction at a slot is exact only while every slot on its left holds what was kept, so
+        the walk goes on past a slot only where the token kept there is the draft the step read, and the first
+        slot of every walk is always kept: each step keeps at least one token, one more than the drafts it
+        accepts (the slot after the last draft, as speculative decoding's bonus token), and every kept token was
+        chosen with its true left context. Slots not kept are drafted from the decoder's argmax by the left-to-right
+        entropy rule (sampler.left_to_right_accept with the step's entropy bound) and stay [MASK] past it. A row
+        stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when its
+        kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after an
+        end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended where
+        the decoder ends the hole."""
+        dev = self.runner.device
+        pinned = canvas.pinned.to(dev)
+        hole = ~pinned
+        fixed = canvas.canvas_ids.to(dev)
+        b, length = fixed.shape
+        current = torch.where(pinned, fixed, torch.full_like(fixed, int(self.mask_id)))
+        positions = canvas.position_ids()
+        mask = self.runner.decoder_mask(cache, canvas.valid)
+        biases = self.biases(canvas)
+        layout = {"pinned": pinned} if self.runner.reads_pinned else {}
+        weight = float(params.verify_weight)
+        greedy = params.temperature <= 0
+        pad_col = getattr(self.runner, "pad_column", None)
+        ends = None if canvas.ends is None else canvas.ends.to(dev)
+        end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
+        kept = torch.zeros_like(pinned)
+        ended = torch.zeros_like(pinned)  # slots after a kept end
+        finished = torch.zeros(b, dtype=torch.bool, device=dev)
+        forwards = torch.zeros(b, dtype=torch.int, device=dev)
+        slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
+        raw, best = None, current
+        steps, cancelled, deadline_hit = 0, False, False
+        for remaining in range(params.max_steps, 0, -1):
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if deadline is not None and steps > 0 and time.monotonic() >= deadline:
+                deadline_hit = True
+                break
+            forwards += (~finished).int()
+            raw = constrain(self.runner.decode(current, cache, positions, None, mask, **layout), canvas, biases)
+            # the base pass reaches the first open slot, and one past the last slot that holds a token (a kept one
+            # or a draft): where every draft agrees, the base model's prediction after the last one is kept too
+            drafted = hole & (current != self.mask_id) & ~ended
+            reach = torch.where(drafted, torch.arange(length, device=dev), torch.zeros_like(current)).amax()
+            first_open = min((next((p for p in slots[r] if not bool(kept[r, p])), 0) for r in range(b)), default=0)
+            width = min(length, max(int(reach) + 2, first_open + 1))
+            base = constrain(self.runner.verify(current, cache, positions, width), _narrow(canvas, width),
+                             [(col, bias[:, :width]) for col, bias in biases])
+            steps += 1
+            temp = sampler.step_temperature(greedy, remaining, params.max_steps, max(params.temperature, 1e-6),
+                                            max(params.temperature, 1e-6) * params.t_min_ratio)
+            score = torch.log_softmax(base, dim=-1) + weight * torch.log_softmax(raw[:, :width], dim=-1)
+            decoder_best = raw.argmax(dim=-1)  # [B, L] columns
+            if pad_col is not None:
+                score[..., pad_col] = BANNED
+            chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
+            if pad_col is not None:
+                chosen = torch.where(decoder_best[:, :width] == pad_col, decoder_best[:, :width], chosen)
+            chosen_ids = self.runner.ids_of(chosen).tolist()
+            chosen_cols = chosen.tolist()
+            read = current.tolist()
+            for r in range(b):
+                if bool(finished[r]):
+                    continue
+                for p in slots[r]:
+                    if bool(kept[r, p]):
+                        continue
+                    if p >= width:
+                        break
+                    tok, col = chosen_ids[r][p], chosen_cols[r][p]
+                    current[r, p] = tok
+                    kept[r, p] = True
+                    is_end = col == pad_col or (ends is not None and bool(ends[col])
+                                                and (end_slots is None or bool(end_slots[p])))
+                    if is_end:
+                        after = [q for q in slots[r] if q > p]
+                        ended[r, after] = True
+                        kept[r, after] = True
+                        current[r, after] = self.runner.pad_id if hasattr(self.runner, "pad_id") else fixed[r, p]
+                        break
+                    if tok != read[r][p]:  # not the draft this step read: the base logits right of it are stale
+                        break
+                if bool(kept[r][hole[r]].all()) or (canvas.block_end is not None and self._block_kept(
+                        canvas.block_end, current[r], kept[r], slots[r])):
+                    finished[r] = True
+            # drafts for the slots not kept: the decoder's argmax, from the left, as the entropy bound allows
+            entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
+            open_ = hole & ~kept
+            draft = sampler.left_to_right_accept(entropy, params.entropy_bound, open_,
+                                                 torch.zeros_like(open_)) & open_
+            decoder_ids = self.runner.ids_of(decoder_best)
+            current = torch.where(draft & ~finished[:, None], decoder_ids, current)
+            current = torch.where(open_ & ~draft & ~finished[:, None], torch.full_like(current, int(self.mask_id)),
+                                  current)
+            current = torch.where(pinned, fixed, current)
+            best = torch.where(kept, current, decoder_ids)
+            best = torch.where(pinned, fixed, best)
+            if bool(finished.all()):
+                break
+        unsettled = hole & ~kept
+        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, unsettled)
+
+    def _block_kept(self, block_end: BlockEnd, row: torch.LongTensor, kept: torch.BoolTensor,
+                    slots: list[int]) -> bool:
+        """Whether a row's leading kept slots already decide where its shown block ends (block_end.block_end_slot)."""
+        run = []
+        for p in slots:
+            if not bool(kept[p]):
+                break
+            run.append(p)
+        if not run:
+            return False
+        columns = self.runner.columns_of(row[run]).tolist()
+        pieces = [block_end.texts[c] for c in columns]
+        return block_end_slot(pieces, block_end.heal, block_end.indent, block_end.max_lines) is not None
+
+
+def _narrow(canvas: InfillCanvas, width: int) -> InfillCanvas:
+    """The canvas's first `width` positions, for `constrain` on the base pass's logits (first slot and biases)."""
+    import dataclasses
+
+    return dataclasses.replace(canvas, canvas_ids=canvas.canvas_ids[:, :width], pinned=canvas.pinned[:, :width],
+                               valid=canvas.valid[:, :width], token_bias={})

@@ -118,6 +118,8 @@ class Engine:
         return batch.batch_rows_for(request, self.batch_calibration)
 
     def batch_key(self, request: InfillRequest):
+        if self.loop.verifies(request.params):  # AR-verified decoding runs one request at a time (its walk is per row)
+            return None
         return batch.batch_key(request, self.batch_rows_for(request), self.lifecycle.strategy(request),
                                fixed_shape=self.loop.runner is not self.runner)
 

@@ -35,6 +35,9 @@ class ModelRunner:
     # decode() logits cover the whole vocabulary; a runner with a restricted output head sets its OutputVocab
     # (engine/gemma3/vocab.py) here, and the loop maps logit columns to token ids through it
     output_vocab = None
+    # True where the runner has verify() (the base model's causal logits over a canvas: DenoiseLoop's AR-verified
+    # decoding, DenoiseParams.verify_weight); the Gemma runner
+    verifies = False
 
     @property
     def output_ids(self):

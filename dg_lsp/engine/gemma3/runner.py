@@ -93,6 +93,24 @@ class Gemma3Runner(ModelRunner):
             logits = torch.where(after.unsqueeze(-1), forced, logits)
         return logits
 
+    verifies = True  # verify(): the base model's causal logits over a canvas (DenoiseLoop's AR-verified decoding)
+
+    @torch.inference_mode()
+    def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int) -> torch.Tensor:
+        """The base model (adapters off), causal over the canvas's first `width` positions after the same cache view
+        as a decoder pass: logits [B, width, V'] (float32, over `output_ids`), realigned as decode()'s, so position j
+        holds the pretrained next-token prediction after the canvas up to j - 1 (position 0, the pinned lead, holds
+        the lead's own row and is never read). The AR twin's prediction, exact wherever the tokens left of j are the
+        answer's."""
+        b = canvas.shape[0]
+        ids = canvas[:, :width].to(self.device)
+        positions = position_ids[:, :width].to(self.device).expand(b, -1)
+        ro = A.ReadOnlyCache.of(cache, batch=b)
+        masks = A.open_masks(ro, self.text_config.layer_types, b, width, self.device)
+        hidden = A.base_causal_hidden(self.model, ids, positions, ro, masks)  # [B, width, H], row j -> j + 1
+        small = (hidden @ self._head.t().to(hidden.dtype)).float()
+        return torch.cat([small[:, :1], small[:, :-1]], dim=1)
+
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's next-token logits (full vocabulary): the AR twin is the unchanged base Gemma."""
         return head_logits(self.model.lm_head, hidden).to(torch.float32)

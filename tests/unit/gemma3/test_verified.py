@@ -1,0 +1,115 @@
+"""AR-verified decoding (DenoiseLoop.run_verified) on a tiny adapted Gemma 3: the decoder drafts, the base model
+keeps. With weight 0 the kept answer is the base model's greedy continuation, token for token, however the drafts
+went; a draft that agrees with it lets a step keep several tokens; where the decoder ends the hole, the answer
+ends."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from dg_lsp.engine.gemma3.tiny import build_tiny
+from dg_lsp.engine.types import DenoiseParams, InfillRequest
+
+PREFIX = "def add(a, b):\n    return a"
+
+
+@pytest.fixture(scope="module")
+def causal_dir(tmp_path_factory):
+    # B = 0 and a closed canvas gate: the decoder is the base model, causal over the canvas, so its drafts are the
+    # base model's own guesses (a Jacobi iteration); the end head's bias keeps it from ever ending the hole
+    return build_tiny(tmp_path_factory.mktemp("tiny-verified"), delta_scale=0.0, future_gate=-1e4, end_bias=-50.0)
+
+
+@pytest.fixture(scope="module")
+def ending_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny-verified-end"), delta_scale=0.3, end_bias=50.0)
+
+
+@pytest.fixture(scope="module")
+def engine(causal_dir):
+    from dg_lsp.engine import Engine
+
+    e = Engine.load(str(causal_dir), device="cpu", dtype="float32")
+    yield e
+    e.close()
+
+
+def _fill(engine, weight, bound=1e9, suffix="\n", **kw):
+    params = DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=bound, verify_weight=weight)
+    return engine.run_infill(InfillRequest(prefix=PREFIX, suffix=suffix, params=params, heal=False,
+                                           reuse_prefix=False, **kw))
+
+
+def test_weight_zero_keeps_the_base_models_greedy_answer_and_drafts_save_steps(engine):
+    drafted = _fill(engine, 0.0)
+    assert drafted.generated_tokens > 4  # the end head never ends it: the hole fills
+    ar = engine.autoregressive(PREFIX, max_new_tokens=drafted.generated_tokens, stop_at_newline=False, heal=False)
+    assert drafted.text == ar.text and ar.generated_tokens == drafted.generated_tokens
+    # drafts the base model agreed with saved steps
+    assert drafted.steps < drafted.generated_tokens
+    # without drafts past the first open slot (bound 0 keeps one draft) the answer is the same
+    one = _fill(engine, 0.0, bound=0.0)
+    assert one.text == ar.text
+
+
+def test_the_suffix_changes_nothing_at_weight_zero(engine):
+    a = _fill(engine, 0.0, suffix="\nprint(add(1, 2))\n")
+    b = _fill(engine, 0.0, suffix="\n")
+    # the longer suffix pins more of the canvas (suffix head), so its hole is shorter: the same tokens, fewer
+    assert a.text and b.text.startswith(a.text) and a.generated_tokens < b.generated_tokens
+
+
+def test_a_row_whose_decoder_ends_the_hole_answers_empty_in_one_step(ending_dir):
+    from dg_lsp.engine import Engine
+
+    e = Engine.load(str(ending_dir), device="cpu", dtype="float32")
+    try:
+        out = _fill(e, 1.0)
+        assert out.text == "" and out.steps == 1
+    finally:
+        e.close()
+
+
+def test_verified_requests_never_share_a_batch(engine):
+    req = InfillRequest(prefix=PREFIX, params=DenoiseParams(verify_weight=0.5), batch_rows=4)
+    assert engine.batch_key(req) is None
+
+
+def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
+    # An oracle decoder and base model: both put most of their weight on one fixed answer, whatever the canvas.
+    # With the entropy bound at 0 each step drafts one slot; the base model agrees with it, and its prediction after
+    # that draft is exact too, so every step after the first keeps two tokens (the draft and the one after it).
+    runner = engine.loop.runner
+    words = engine.tokenizer(" b + c * d - e + f * g - h + i * j - k + l * m - n + o", add_special_tokens=False)
+    answer = [runner.column_of(t) for t in words["input_ids"]]
+    assert None not in answer and runner.pad_column not in answer
+    seen = {"decode": 0, "verify": 0}
+
+    def oracle(shape, lead):
+        logits = torch.zeros(shape)
+        for j in range(shape[1]):
+            logits[:, j, answer[(j - lead) % len(answer)]] = 8.0  # the argmax, with entropy above the bound 0
+        return logits
+
+    real_decode = runner.decode
+
+    def decode(canvas, *args, **kwargs):
+        seen["decode"] += 1
+        real = real_decode(canvas, *args, **kwargs)
+        return oracle(real.shape, 1)
+
+    def verify(canvas, cache, positions, width):
+        seen["verify"] += 1
+        return oracle((canvas.shape[0], width, len(runner.output_ids)), 1)
+
+    monkeypatch.setattr(runner, "decode", decode)
+    monkeypatch.setattr(runner, "verify", verify)
+    params = DenoiseParams(temperature=0.0, max_steps=64, entropy_bound=0.0, verify_weight=0.0)
+    out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
+    n = out.generated_tokens
+    assert n >= 5
+    assert out.text == engine.tokenizer.decode([int(runner.ids_of(torch.tensor(c))) for c in answer[:n]])
+    assert out.steps == 1 + math.ceil((n - 1) / 2) == seen["verify"] == seen["decode"]
