@@ -48,6 +48,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="max denoising steps; several (4,8,16) also plot quality against steps")
     g.add_argument("--temperature", type=float, default=0.0, help="start temperature (0 = greedy; default 0)")
     g.add_argument("--entropy-bound", type=float, default=0.1)
+    g.add_argument("--verify-weight", type=float, default=None,
+                   help="AR-verified decoding (DenoiseParams.verify_weight): the base model checks each step's "
+                        "drafts, slots kept by log p_base + W * log p_decoder (default: the engine's default)")
     g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
     g.add_argument("--hole-lengths", type=positive_ints, default=(4, 8, 16, 32),
                    help="candidates of --length-strategy search")
@@ -186,6 +189,7 @@ def run(args, argv: list[str]) -> int:
         return 1
     _threads()
     settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
+                           verify_weight=args.verify_weight,
                            length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
                            max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed,
                            heal=not args.no_heal)

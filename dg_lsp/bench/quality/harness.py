@@ -46,7 +46,8 @@ class Config:
     def describe(self) -> dict:
         s = self.settings
         out = {"label": self.label, "mode": self.mode, "via": self.via, "max_steps": self.max_steps,
-               "temperature": s.temperature, "entropy_bound": s.entropy_bound, "length_strategy": s.length_strategy,
+               "temperature": s.temperature, "entropy_bound": s.entropy_bound, "verify_weight": s.verify_weight,
+               "length_strategy": s.length_strategy,
                "hole_lengths": list(s.hole_lengths), "canvas": s.canvas, "max_new_tokens": s.max_new_tokens,
                "heal": s.heal}
         if self.via == "lsp":  # the server chooses these itself; say what it was sent instead

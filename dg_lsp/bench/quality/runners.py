@@ -33,6 +33,7 @@ class RunSettings:
     steps: int = 16
     temperature: float = 0.0
     entropy_bound: float = 0.1
+    verify_weight: float | None = None  # DenoiseParams.verify_weight (None: the engine's default)
     length_strategy: str = "auto"  # auto | pad | search
     hole_lengths: tuple[int, ...] = (4, 8, 16, 32)
     canvas: int | None = None  # pad-fill hole length; None: the model's canvas_length
@@ -40,6 +41,11 @@ class RunSettings:
     max_new_tokens: int = 64  # autoregressive baseline
     seed: int = 0
     heal: bool = True  # token healing of prefixes that end at a line break (Engine.healing_tail), every mode
+
+
+def verify_setting(settings: RunSettings) -> dict:
+    """DenoiseParams keyword for the run's --verify-weight: none when not given (the engine's default stands)."""
+    return {} if settings.verify_weight is None else {"verify_weight": settings.verify_weight}
 
 
 @dataclass
@@ -129,7 +135,8 @@ class EngineRunner:
         self.engine, self.settings = engine, settings
         self._view: tuple[Task, EditorView] | None = None
         self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
-                                    entropy_bound=settings.entropy_bound, seed=settings.seed)
+                                    entropy_bound=settings.entropy_bound, seed=settings.seed,
+                                    **verify_setting(settings))
         if settings.canvas:
             # The pad-fill hole is the model's canvas length; the engine exposes no per-request knob.
             engine.runner.canvas_length = settings.canvas
