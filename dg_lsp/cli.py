@@ -65,6 +65,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     p.add_argument("--max-steps", type=int, default=None, help="denoising steps at most")
     p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--verify-weight", type=float, default=None, metavar="W",
+                   help="AR-verified decoding: the base model checks the decoder's drafts (0 = the base model's "
+                        "tokens, ended where the decoder ends the hole; default: off)")
     p.add_argument("--deadline-ms", type=float, default=None,
                    help="step budget per completion (serve default: 1000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
@@ -92,6 +95,8 @@ def _settings(args, no_deadline_by_default: bool = False):
         raw["temperature"] = args.temperature
     if args.deadline_ms is not None:
         raw["deadlineMs"] = args.deadline_ms
+    if args.verify_weight is not None:
+        raw["verifyWeight"] = args.verify_weight
     if getattr(args, "engine", None):
         raw["engine"] = args.engine
     config_log = logging.getLogger("dg_lsp.config")  # it logs each invalid value; here the error says it once

@@ -27,6 +27,8 @@ class Settings:
     max_steps: int = 16
     temperature: float = 0.2
     entropy_bound: float = 0.1
+    # AR-verified decoding (DenoiseParams.verify_weight): the model's base checks the decoder's drafts; None = off
+    verify_weight: float | None = None
     length_strategy: str = "auto"  # auto | pad | search
     prefix_tokens: int = 1024
     suffix_tokens: int = 256
@@ -53,6 +55,7 @@ CLI_ONLY = frozenset({"trust_remote_code", "allow_pickle_weights"})
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
             "length_strategy": ("auto", "pad", "search")}
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
+           "verify_weight": (0.0, 100.0),
            "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
            "max_lines": (1, 200), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
            "batch_documents": (0, 64)}

@@ -60,6 +60,7 @@ _PARAM_FIELDS = {
     "seed": ((int,), (-(1 << 63), (1 << 63) - 1)),
     "deadline_ms": ((int, float, type(None)), (0.0, 3_600_000.0)),
     "reference_sampling": ((bool,), None),
+    "verify_weight": ((int, float, type(None)), (0.0, 100.0)),
 }
 
 

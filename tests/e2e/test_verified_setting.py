@@ -1,0 +1,63 @@
+"""`verifyWeight` over the real protocol (AR-verified decoding, DenoiseLoop.run_verified), on a tiny adapted Gemma 3
+whose decoder never ends the hole and whose base model is its only voice (B = 0, the canvas gate closed): at weight
+0 the suggestion is the base model's own greedy continuation, computed here independently by the engine's
+autoregressive path; without the setting the server answers by plain diffusion, which on this random model writes
+something else."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from dg_lsp.engine.gemma3.tiny import build_tiny
+
+from .rawclient import RawClient
+
+pytestmark = pytest.mark.timeout(600)
+
+PREFIX = "def add(a, b):\n    return a"
+URI = "file:///tmp/dg_lsp_verified/a.txt"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny-verified-e2e"), delta_scale=0.0, future_gate=-1e4,
+                      end_bias=-50.0)
+
+
+def _suggest(model_dir, options) -> tuple[str, dict]:
+    c = RawClient([sys.executable, "-m", "dg_lsp", "serve", "--model", str(model_dir), "--device", "cpu",
+                   "--dtype", "float32"])
+    try:
+        c.initialize({"temperature": 0.0, "completionCache": False, "deadlineMs": 600000, "maxSteps": 32,
+                      **options})
+        assert c.wait_state()["state"] == "ready"
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "plaintext", "version": 1,
+                                                           "text": PREFIX + "\n"}})
+        resp = c.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": URI}, "position": {"line": 1, "character": 12},
+            "context": {"triggerKind": 1}}, timeout=300)
+        status = c.request("workspace/executeCommand", {"command": "dgLsp.status"})["result"]
+        items = resp["result"]["items"]
+        return (items[0]["insertText"] if items else ""), status
+    finally:
+        c.close()
+
+
+def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(model_dir), device="cpu", dtype="float32")
+    try:
+        ar = engine.autoregressive(PREFIX, max_new_tokens=40, stop_at_newline=True).text
+    finally:
+        engine.close()
+    verified, status = _suggest(model_dir, {"verifyWeight": 0.0})
+    assert status["settings"]["verifyWeight"] == 0.0
+    plain, status = _suggest(model_dir, {})
+    assert status["settings"]["verifyWeight"] is None
+    # the editor gets the text without the undecodable byte pieces; the hole (the canvas) may end first
+    visible = ar.replace("\ufffd", "")
+    assert len(verified) >= 8 and visible.startswith(verified), (verified, visible)
+    assert plain != verified
