@@ -223,28 +223,30 @@ class DenoiseLoop:
                      cancel: threading.Event | None = None, deadline: float | None = None) -> DenoiseOutcome:
         """AR-verified left-to-right decoding: the diffusion decoder drafts, the base model checks.
 
-        Each step runs the decoder over the canvas (bidirectional, the suffix head pinned) and the base model
-        causally over the same canvas up to one past its last drafted slot (`runner.verify`: one extra, narrower
-        forward).
-        From the first slot not yet kept, slots are kept left to right: each takes the argmax (or, sampling, a
-        draw) of log p_base + w * log p_decoder (w = params.verify_weight), or the pad where the decoder's own
-        argmax is the pad (the base model cannot see the suffix, so where the hole ends is the decoder's call).
-        The base model's prediction at a slot is exact only while every slot on its left holds what was kept, so
-        the walk goes on past a slot only where the token kept there is the draft the step read, and the first
-        slot of every walk is always kept: each step keeps at least one token, one more than the drafts it
-        accepts (the slot after the last draft, as speculative decoding's bonus token), and every kept token was
-        chosen with its true left context. Slots not kept are drafted from the decoder's argmax by the left-to-right
-        entropy rule (sampler.left_to_right_accept with the step's entropy bound) and stay [MASK] past it. A row
-        stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when its
-        kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after an
-        end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended where
-        the decoder ends the hole."""
+        A decoder pass over the canvas (bidirectional, the suffix head pinned, the slots not kept [MASK]) drafts
+        the open slots from its argmax, from the left, as the entropy rule allows (sampler.left_to_right_accept
+        with the step's bound; at least one). Each step then runs the base model causally over the canvas up to one
+        past its last draft (`runner.verify`: a narrower forward after the same prompt cache) and keeps slots left
+        to right from the first open one: each takes the argmax (or, sampling, a draw) of
+        log p_base + w * log p_decoder (w = params.verify_weight, p_decoder from the pass that drafted), or the pad
+        where the decoder's own argmax is the pad (the base model cannot see the suffix, so where the hole ends is
+        the decoder's call). The base model's prediction at a slot is exact only while every slot on its left
+        holds what was kept, so the walk goes on past a slot only where the token kept there is its draft: each
+        step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
+        speculative decoding's bonus token), and every kept token was chosen with its true left context. Then,
+        unless the row is done, the next decoder pass drafts again over the kept slots, so every draft the base
+        model checks was made after everything on its left was kept. One decoder pass and one base pass a step.
+        A row stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when
+        its kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after
+        an end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended
+        where the decoder ends the hole."""
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
         fixed = canvas.canvas_ids.to(dev)
         b, length = fixed.shape
-        current = torch.where(pinned, fixed, torch.full_like(fixed, int(self.mask_id)))
+        mask_tokens = torch.full_like(fixed, int(self.mask_id))
+        current = torch.where(pinned, fixed, mask_tokens)
         positions = canvas.position_ids()
         mask = self.runner.decoder_mask(cache, canvas.valid)
         biases = self.biases(canvas)
@@ -252,14 +254,30 @@ class DenoiseLoop:
         weight = float(params.verify_weight)
         greedy = params.temperature <= 0
         pad_col = getattr(self.runner, "pad_column", None)
+        pad_token = self.runner.pad_id if hasattr(self.runner, "pad_id") else None
         ends = None if canvas.ends is None else canvas.ends.to(dev)
         end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
         kept = torch.zeros_like(pinned)
-        ended = torch.zeros_like(pinned)  # slots after a kept end
         finished = torch.zeros(b, dtype=torch.bool, device=dev)
         forwards = torch.zeros(b, dtype=torch.int, device=dev)
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
-        raw, best = None, current
+        t_hi = max(params.temperature, 1e-6)
+
+        def draft(remaining: int):
+            """A decoder pass over the kept slots (the open ones [MASK]) and its drafts: (raw, decoder argmax
+            columns, the canvas with the drafts in)."""
+            nonlocal forwards
+            forwards += (~finished).int()
+            base_canvas = torch.where(kept | pinned, current, mask_tokens)
+            raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
+            temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
+            entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
+            open_ = hole & ~kept & ~finished[:, None]
+            drafts = sampler.left_to_right_accept(entropy, params.entropy_bound, open_, torch.zeros_like(open_)) & open_
+            best_cols = raw.argmax(dim=-1)
+            return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
+
+        raw, decoder_best, current = draft(params.max_steps)
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
             if cancel is not None and cancel.is_set():
@@ -268,21 +286,18 @@ class DenoiseLoop:
             if deadline is not None and steps > 0 and time.monotonic() >= deadline:
                 deadline_hit = True
                 break
-            forwards += (~finished).int()
-            raw = constrain(self.runner.decode(current, cache, positions, None, mask, **layout), canvas, biases)
-            # the base pass reaches the first open slot, and one past the last slot that holds a token (a kept one
-            # or a draft): where every draft agrees, the base model's prediction after the last one is kept too
-            drafted = hole & (current != self.mask_id) & ~ended
+            # the base pass reaches the first open slot, and one past the last drafted one: where every draft
+            # agrees, the base model's prediction after the last one is kept too
+            drafted = hole & ~kept & (current != self.mask_id)
             reach = torch.where(drafted, torch.arange(length, device=dev), torch.zeros_like(current)).amax()
-            first_open = min((next((p for p in slots[r] if not bool(kept[r, p])), 0) for r in range(b)), default=0)
+            first_open = min((next((p for p in slots[r] if not bool(kept[r, p])), 0)
+                              for r in range(b) if not bool(finished[r])), default=0)
             width = min(length, max(int(reach) + 2, first_open + 1))
             base = constrain(self.runner.verify(current, cache, positions, width), _narrow(canvas, width),
                              [(col, bias[:, :width]) for col, bias in biases])
             steps += 1
-            temp = sampler.step_temperature(greedy, remaining, params.max_steps, max(params.temperature, 1e-6),
-                                            max(params.temperature, 1e-6) * params.t_min_ratio)
+            temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             score = torch.log_softmax(base, dim=-1) + weight * torch.log_softmax(raw[:, :width], dim=-1)
-            decoder_best = raw.argmax(dim=-1)  # [B, L] columns
             if pad_col is not None:
                 score[..., pad_col] = BANNED
             chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
@@ -306,31 +321,20 @@ class DenoiseLoop:
                                                 and (end_slots is None or bool(end_slots[p])))
                     if is_end:
                         after = [q for q in slots[r] if q > p]
-                        ended[r, after] = True
                         kept[r, after] = True
-                        current[r, after] = self.runner.pad_id if hasattr(self.runner, "pad_id") else fixed[r, p]
+                        current[r, after] = pad_token if pad_token is not None else fixed[r, p]
                         break
                     if tok != read[r][p]:  # not the draft this step read: the base logits right of it are stale
                         break
                 if bool(kept[r][hole[r]].all()) or (canvas.block_end is not None and self._block_kept(
                         canvas.block_end, current[r], kept[r], slots[r])):
                     finished[r] = True
-            # drafts for the slots not kept: the decoder's argmax, from the left, as the entropy bound allows
-            entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
-            open_ = hole & ~kept
-            draft = sampler.left_to_right_accept(entropy, params.entropy_bound, open_,
-                                                 torch.zeros_like(open_)) & open_
-            decoder_ids = self.runner.ids_of(decoder_best)
-            current = torch.where(draft & ~finished[:, None], decoder_ids, current)
-            current = torch.where(open_ & ~draft & ~finished[:, None], torch.full_like(current, int(self.mask_id)),
-                                  current)
-            current = torch.where(pinned, fixed, current)
-            best = torch.where(kept, current, decoder_ids)
-            best = torch.where(pinned, fixed, best)
-            if bool(finished.all()):
+            if bool(finished.all()) or remaining == 1:
                 break
-        unsettled = hole & ~kept
-        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, unsettled)
+            raw, decoder_best, current = draft(remaining - 1)
+        best = torch.where(kept, current, self.runner.ids_of(decoder_best))
+        best = torch.where(pinned, fixed, best)
+        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept)
 
     def _block_kept(self, block_end: BlockEnd, row: torch.LongTensor, kept: torch.BoolTensor,
                     slots: list[int]) -> bool:

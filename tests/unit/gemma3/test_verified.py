@@ -80,8 +80,9 @@ def test_verified_requests_never_share_a_batch(engine):
 
 def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
     # An oracle decoder and base model: both put most of their weight on one fixed answer, whatever the canvas.
-    # With the entropy bound at 0 each step drafts one slot; the base model agrees with it, and its prediction after
-    # that draft is exact too, so every step after the first keeps two tokens (the draft and the one after it).
+    # With the entropy bound at 0 each decoder pass drafts one slot; the base model agrees with it, and its
+    # prediction after that draft is exact too, so every step keeps two tokens (the draft and the one after it),
+    # with one decoder pass and one base pass.
     runner = engine.loop.runner
     words = engine.tokenizer(" b + c * d - e + f * g - h + i * j - k + l * m - n + o", add_special_tokens=False)
     answer = [runner.column_of(t) for t in words["input_ids"]]
@@ -96,8 +97,11 @@ def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
 
     real_decode = runner.decode
 
+    inputs = []
+
     def decode(canvas, *args, **kwargs):
         seen["decode"] += 1
+        inputs.append(canvas.clone())
         real = real_decode(canvas, *args, **kwargs)
         return oracle(real.shape, 1)
 
@@ -112,4 +116,11 @@ def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
     n = out.generated_tokens
     assert n >= 5
     assert out.text == engine.tokenizer.decode([int(runner.ids_of(torch.tensor(c))) for c in answer[:n]])
-    assert out.steps == 1 + math.ceil((n - 1) / 2) == seen["verify"] == seen["decode"]
+    assert out.steps == math.ceil(n / 2) == seen["verify"] == seen["decode"]
+    # each decoder pass reads the kept tokens and [MASK]s after them, never a stale draft: the k-th one drafts
+    # after the 2 * (k - 1) tokens kept by then
+    mask_id = engine.loop.mask_id
+    for k, seen_canvas in enumerate(inputs):
+        row = seen_canvas[0, 1:1 + n].tolist()
+        kept_ids = [int(runner.ids_of(torch.tensor(c))) for c in answer[:2 * k]]
+        assert row[:2 * k] == kept_ids and set(row[2 * k:]) == {mask_id}, (k, row)
