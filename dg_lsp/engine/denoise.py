@@ -235,7 +235,8 @@ class DenoiseLoop:
         step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
         speculative decoding's bonus token), and every kept token was chosen with its true left context. Then,
         unless the row is done, the next decoder pass drafts again over the kept slots, so every draft the base
-        model checks was made after everything on its left was kept. One decoder pass and one base pass a step.
+        model checks was made after everything on its left was kept. One decoder pass and one base pass a step;
+        `steps` counts the steps, `forwards` both kinds of pass.
         A row stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when
         its kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after
         an end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended
@@ -293,6 +294,7 @@ class DenoiseLoop:
             first_open = min((next((p for p in slots[r] if not bool(kept[r, p])), 0)
                               for r in range(b) if not bool(finished[r])), default=0)
             width = min(length, max(int(reach) + 2, first_open + 1))
+            forwards += (~finished).int()  # a base pass is a forward too: tokens_per_forward counts both kinds
             base = constrain(self.runner.verify(current, cache, positions, width), _narrow(canvas, width),
                              [(col, bias[:, :width]) for col, bias in biases])
             steps += 1

@@ -117,6 +117,7 @@ def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
     assert n >= 5
     assert out.text == engine.tokenizer.decode([int(runner.ids_of(torch.tensor(c))) for c in answer[:n]])
     assert out.steps == math.ceil(n / 2) == seen["verify"] == seen["decode"]
+    assert out.tokens_per_forward == pytest.approx(n / (seen["verify"] + seen["decode"]))  # both kinds of pass
     # each decoder pass reads the kept tokens and [MASK]s after them, never a stale draft: the k-th one drafts
     # after the 2 * (k - 1) tokens kept by then
     mask_id = engine.loop.mask_id
