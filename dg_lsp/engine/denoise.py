@@ -229,8 +229,9 @@ class DenoiseLoop:
         past its last draft (`runner.verify`: a narrower forward after the same prompt cache) and keeps slots left
         to right from the first open one: each takes the argmax (or, sampling, a draw) of
         log p_base + w * log p_decoder (w = params.verify_weight, p_decoder from the pass that drafted), or the pad
-        where the decoder's own argmax is the pad (the base model cannot see the suffix, so where the hole ends is
-        the decoder's call). The base model's prediction at a slot is exact only while every slot on its left
+        where the decoder's own argmax is the pad at the walk's first slot (the base model cannot see the suffix, so
+        where the hole ends is the decoder's call; it makes it only where it saw the kept left context, so a pad
+        later in the walk ends the step's walk, not the row). The base model's prediction at a slot is exact only while every slot on its left
         holds what was kept, so the walk goes on past a slot only where the token kept there is its draft: each
         step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
         speculative decoding's bonus token), and every kept token was chosen with its true left context. Then,
@@ -256,6 +257,7 @@ class DenoiseLoop:
         greedy = params.temperature <= 0
         pad_col = getattr(self.runner, "pad_column", None)
         pad_token = self.runner.pad_id if hasattr(self.runner, "pad_id") else None
+        pad_id = None if pad_col is None else int(self.runner.ids_of(torch.tensor([pad_col], device=dev))[0])
         ends = None if canvas.ends is None else canvas.ends.to(dev)
         end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
         kept = torch.zeros_like(pinned)
@@ -303,20 +305,27 @@ class DenoiseLoop:
             if pad_col is not None:
                 score[..., pad_col] = BANNED
             chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
-            if pad_col is not None:
-                chosen = torch.where(decoder_best[:, :width] == pad_col, decoder_best[:, :width], chosen)
             chosen_ids = self.runner.ids_of(chosen).tolist()
             chosen_cols = chosen.tolist()
+            decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
             read = current.tolist()
             for r in range(b):
                 if bool(finished[r]):
                     continue
+                first = True
                 for p in slots[r]:
                     if bool(kept[r, p]):
                         continue
                     if p >= width:
                         break
                     tok, col = chosen_ids[r][p], chosen_cols[r][p]
+                    if decoder_pads is not None and decoder_pads[r][p]:
+                        # the decoder ends the hole here; it saw the true left context only at the walk's first
+                        # slot (right of it, [MASK]s): there it ends the row, later it ends this step's walk
+                        if not first:
+                            break
+                        tok, col = pad_id, pad_col
+                    first = False
                     current[r, p] = tok
                     kept[r, p] = True
                     is_end = col == pad_col or (ends is not None and bool(ends[col])

@@ -125,3 +125,35 @@ def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
         row = seen_canvas[0, 1:1 + n].tolist()
         kept_ids = [int(runner.ids_of(torch.tensor(c))) for c in answer[:2 * k]]
         assert row[:2 * k] == kept_ids and set(row[2 * k:]) == {mask_id}, (k, row)
+
+
+def test_the_decoder_ends_the_hole_only_where_it_saw_what_was_kept(engine, monkeypatch):
+    # An oracle decoder that predicts the answer where every hole slot on its left holds a token, and the end (the
+    # pad) where one of them is still [MASK]; it ends for real after three tokens. Its blind pads right of the
+    # first open slot must not end the row: the answer is exactly the three tokens.
+    runner = engine.loop.runner
+    mask_id = engine.loop.mask_id
+    words = engine.tokenizer(" b + c * d - e + f", add_special_tokens=False)["input_ids"]
+    answer = [runner.column_of(t) for t in words]
+    width = len(runner.output_ids)
+
+    def decode(canvas, *args, **kwargs):
+        logits = torch.zeros(canvas.shape[0], canvas.shape[1], width)
+        for j in range(canvas.shape[1]):
+            blind = any(int(t) == mask_id for t in canvas[0, 1:j])
+            col = runner.pad_column if blind or j - 1 >= 3 else answer[(j - 1) % len(answer)]
+            logits[:, j, col] = 8.0
+        return logits
+
+    def verify(canvas, cache, positions, w):
+        logits = torch.zeros(canvas.shape[0], w, width)
+        for j in range(w):
+            logits[:, j, answer[(j - 1) % len(answer)]] = 8.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", decode)
+    monkeypatch.setattr(runner, "verify", verify)
+    params = DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=1e9, verify_weight=0.0)
+    out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
+    assert out.text == engine.tokenizer.decode(words[:3])
+    assert out.steps == 4  # a token a step (the blind pad stops each walk after its first slot), then the end
