@@ -28,7 +28,9 @@ class Settings:
     temperature: float = 0.2
     entropy_bound: float = 0.1
     # AR-verified decoding (DenoiseParams.verify_weight): the model's base checks the decoder's drafts; None = off
-    verify_weight: float | None = None
+    # (plain diffusion). 1.0 was chosen on the held-out repositories (docs/results/ar-verified.md); a model without
+    # a base to check with (runner.verifies false: the small model, DiffusionGemma checkpoints) runs plain anyway
+    verify_weight: float | None = 1.0
     length_strategy: str = "auto"  # auto | pad | search
     prefix_tokens: int = 1024
     suffix_tokens: int = 256

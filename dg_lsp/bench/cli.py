@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dg_lsp.bench.options import parse_setting, positive_ints
+from dg_lsp.bench.options import parse_setting, positive_ints, weight_or_off
 from dg_lsp.bench.quality import executor, report
 from dg_lsp.bench.quality.runners import RunSettings
 from dg_lsp.bench.quality.sources import load_tasks
@@ -48,9 +48,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="max denoising steps; several (4,8,16) also plot quality against steps")
     g.add_argument("--temperature", type=float, default=0.0, help="start temperature (0 = greedy; default 0)")
     g.add_argument("--entropy-bound", type=float, default=0.1)
-    g.add_argument("--verify-weight", type=float, default=None,
+    g.add_argument("--verify-weight", type=weight_or_off, default=RunSettings.verify_weight, metavar="W|off",
                    help="AR-verified decoding (DenoiseParams.verify_weight): the base model checks each step's "
-                        "drafts, slots kept by log p_base + W * log p_decoder (default: the engine's default)")
+                        "drafts, slots kept by log p_base + W * log p_decoder; off: plain diffusion (default: the "
+                        f"server's, {RunSettings.verify_weight}; models without a base to check with run plain)")
     g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
     g.add_argument("--hole-lengths", type=positive_ints, default=(4, 8, 16, 32),
                    help="candidates of --length-strategy search")

@@ -17,6 +17,19 @@ def positive_ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def weight_or_off(text: str) -> float | None:
+    """`0.5` -> 0.5; `off` (or `none`) -> None; an error for a negative or other value."""
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}")
+    return value
+
+
 def int_list(text: str) -> tuple[int, ...]:
     """`1,4` -> (1, 4), unchecked."""
     return tuple(int(v) for v in text.split(",") if v.strip())

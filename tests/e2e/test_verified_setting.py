@@ -1,8 +1,8 @@
 """`verifyWeight` over the real protocol (AR-verified decoding, DenoiseLoop.run_verified), on a tiny adapted Gemma 3
 whose decoder never ends the hole and whose base model is its only voice (B = 0, the canvas gate closed): at weight
 0 the suggestion is the base model's own greedy continuation, computed here independently by the engine's
-autoregressive path; without the setting the server answers by plain diffusion, which on this random model writes
-something else."""
+autoregressive path; with the setting off (null) the server answers by plain diffusion, which on this random model
+writes something else. The default (1.0) is on."""
 
 from __future__ import annotations
 
@@ -55,9 +55,14 @@ def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
         engine.close()
     verified, status = _suggest(model_dir, {"verifyWeight": 0.0})
     assert status["settings"]["verifyWeight"] == 0.0
-    plain, status = _suggest(model_dir, {})
+    plain, status = _suggest(model_dir, {"verifyWeight": None})
     assert status["settings"]["verifyWeight"] is None
     # the editor gets the text without the undecodable byte pieces; the hole (the canvas) may end first
     visible = ar.replace("\ufffd", "")
     assert len(verified) >= 8 and visible.startswith(verified), (verified, visible)
     assert plain != verified
+    # the default is verified decoding at weight 1
+    default, status = _suggest(model_dir, {})
+    assert status["settings"]["verifyWeight"] == 1.0
+    one, _ = _suggest(model_dir, {"verifyWeight": 1.0})
+    assert default == one != plain

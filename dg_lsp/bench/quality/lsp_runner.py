@@ -29,7 +29,8 @@ def server_settings(s: RunSettings, extra: dict | None = None) -> dict:
     are the server's own; `extra` (`--lsp-setting KEY=VALUE`) passes any other setting through.
     """
     settings = {"maxSteps": s.steps, "temperature": s.temperature, "entropyBound": s.entropy_bound,
-                "lengthStrategy": s.length_strategy, "seed": s.seed, "prefixTokens": s.max_prompt_tokens}
+                "lengthStrategy": s.length_strategy, "seed": s.seed, "prefixTokens": s.max_prompt_tokens,
+                "verifyWeight": s.verify_weight}
     settings.update(extra or {})
     return settings
 

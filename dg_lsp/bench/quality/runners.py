@@ -33,7 +33,7 @@ class RunSettings:
     steps: int = 16
     temperature: float = 0.0
     entropy_bound: float = 0.1
-    verify_weight: float | None = None  # DenoiseParams.verify_weight (None: the engine's default)
+    verify_weight: float | None = SERVER_DEFAULTS.verify_weight  # DenoiseParams.verify_weight; None: off
     length_strategy: str = "auto"  # auto | pad | search
     hole_lengths: tuple[int, ...] = (4, 8, 16, 32)
     canvas: int | None = None  # pad-fill hole length; None: the model's canvas_length
@@ -44,8 +44,8 @@ class RunSettings:
 
 
 def verify_setting(settings: RunSettings) -> dict:
-    """DenoiseParams keyword for the run's --verify-weight: none when not given (the engine's default stands)."""
-    return {} if settings.verify_weight is None else {"verify_weight": settings.verify_weight}
+    """DenoiseParams keyword for the run's --verify-weight (None: off, plain diffusion)."""
+    return {"verify_weight": settings.verify_weight}
 
 
 @dataclass
