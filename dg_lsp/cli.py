@@ -59,15 +59,29 @@ def quiet_progress(verbose: bool) -> bool:
     return True
 
 
+def _weight_or_off(text: str) -> float | str:
+    """--verify-weight: a number >= 0, or `off` (plain diffusion)."""
+    if text.strip().lower() == "off":
+        return "off"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}")
+    return value
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     p.add_argument("--max-steps", type=int, default=None, help="denoising steps at most")
     p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--verify-weight", type=float, default=None, metavar="W",
-                   help="AR-verified decoding: the base model checks the decoder's drafts (0 = the base model's "
-                        "tokens, ended where the decoder ends the hole; default: off)")
+    p.add_argument("--verify-weight", type=_weight_or_off, default=None, metavar="W|off",
+                   help="AR-verified decoding: the base model checks the decoder's drafts, tokens kept by "
+                        "log p_base + W log p_decoder (0 = the base model's tokens, ended where the decoder ends "
+                        "the hole); off = plain diffusion (default: 1.0)")
     p.add_argument("--deadline-ms", type=float, default=None,
                    help="step budget per completion (serve default: 1000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
@@ -95,7 +109,7 @@ def _settings(args, no_deadline_by_default: bool = False):
         raw["temperature"] = args.temperature
     if args.deadline_ms is not None:
         raw["deadlineMs"] = args.deadline_ms
-    if args.verify_weight is not None:
+    if args.verify_weight not in (None, "off"):
         raw["verifyWeight"] = args.verify_weight
     if getattr(args, "engine", None):
         raw["engine"] = args.engine
@@ -106,6 +120,8 @@ def _settings(args, no_deadline_by_default: bool = False):
         settings, errors = merge(Settings(), {k: v for k, v in raw.items() if v is not None})
     finally:
         config_log.setLevel(level)
+    if args.verify_weight == "off":
+        settings, _ = merge(settings, {"verifyWeight": None})
     if no_deadline_by_default and args.deadline_ms is None:
         # One-shot completion from the shell: the first forward is cold, a typing budget makes no sense.
         settings, _ = merge(settings, {"deadlineMs": None})

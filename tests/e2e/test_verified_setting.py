@@ -26,9 +26,9 @@ def model_dir(tmp_path_factory):
                       end_bias=-50.0)
 
 
-def _suggest(model_dir, options) -> tuple[str, dict]:
+def _suggest(model_dir, options, *flags: str) -> tuple[str, dict]:
     c = RawClient([sys.executable, "-m", "dg_lsp", "serve", "--model", str(model_dir), "--device", "cpu",
-                   "--dtype", "float32"])
+                   "--dtype", "float32", *flags])
     try:
         c.initialize({"temperature": 0.0, "completionCache": False, "deadlineMs": 600000, "maxSteps": 32,
                       **options})
@@ -57,6 +57,8 @@ def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
     assert status["settings"]["verifyWeight"] == 0.0
     plain, status = _suggest(model_dir, {"verifyWeight": None})
     assert status["settings"]["verifyWeight"] is None
+    off, status = _suggest(model_dir, {}, "--verify-weight", "off")  # the command line's way to say null
+    assert status["settings"]["verifyWeight"] is None and off == plain
     # the editor gets the text without the undecodable byte pieces; the hole (the canvas) may end first
     visible = ar.replace("\ufffd", "")
     assert len(verified) >= 8 and visible.startswith(verified), (verified, visible)
