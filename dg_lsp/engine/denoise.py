@@ -231,8 +231,9 @@ class DenoiseLoop:
         log p_base + w * log p_decoder (w = params.verify_weight, p_decoder from the pass that drafted), or the pad
         where the decoder's own argmax is the pad at the walk's first slot (the base model cannot see the suffix, so
         where the hole ends is the decoder's call; it makes it only where it saw the kept left context, so a pad
-        later in the walk ends the step's walk, not the row). The base model's prediction at a slot is exact only while every slot on its left
-        holds what was kept, so the walk goes on past a slot only where the token kept there is its draft: each
+        later in the walk ends the step's walk, not the row). The base model's prediction at a slot is exact only
+        while every slot on its left holds what was kept, so the walk goes on past a slot only where the token kept
+        there is its draft: each
         step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
         speculative decoding's bonus token), and every kept token was chosen with its true left context. Then,
         unless the row is done, the next decoder pass drafts again over the kept slots, so every draft the base
