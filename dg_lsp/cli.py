@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from dg_lsp.bench.options import weight_or_off
+
 
 class CliError(Exception):
     """A one-line error for the user, and the exit code it ends with (2: bad input; 1: cannot run)."""
@@ -59,26 +61,14 @@ def quiet_progress(verbose: bool) -> bool:
     return True
 
 
-def _weight_or_off(text: str) -> float | str:
-    """--verify-weight: a number >= 0, or `off` (plain diffusion)."""
-    if text.strip().lower() == "off":
-        return "off"
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or off, got {text!r}")
-    return value
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     p.add_argument("--max-steps", type=int, default=None, help="denoising steps at most")
     p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--verify-weight", type=_weight_or_off, default=None, metavar="W|off",
+    # absent unless given (SUPPRESS): `off` parses to None, which is a value here, not "not given"
+    p.add_argument("--verify-weight", type=weight_or_off, default=argparse.SUPPRESS, metavar="W|off",
                    help="AR-verified decoding: the base model checks the decoder's drafts, tokens kept by "
                         "log p_base + W log p_decoder (0 = the base model's tokens, ended where the decoder ends "
                         "the hole); off = plain diffusion (default: 1.0)")
@@ -109,7 +99,7 @@ def _settings(args, no_deadline_by_default: bool = False):
         raw["temperature"] = args.temperature
     if args.deadline_ms is not None:
         raw["deadlineMs"] = args.deadline_ms
-    if args.verify_weight not in (None, "off"):
+    if getattr(args, "verify_weight", None) is not None:
         raw["verifyWeight"] = args.verify_weight
     if getattr(args, "engine", None):
         raw["engine"] = args.engine
@@ -120,7 +110,7 @@ def _settings(args, no_deadline_by_default: bool = False):
         settings, errors = merge(Settings(), {k: v for k, v in raw.items() if v is not None})
     finally:
         config_log.setLevel(level)
-    if args.verify_weight == "off":
+    if "verify_weight" in vars(args) and args.verify_weight is None:  # --verify-weight off
         settings, _ = merge(settings, {"verifyWeight": None})
     if no_deadline_by_default and args.deadline_ms is None:
         # One-shot completion from the shell: the first forward is cold, a typing budget makes no sense.

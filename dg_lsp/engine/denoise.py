@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -193,11 +193,8 @@ class DenoiseLoop:
         layout = {"pinned": pinned} if self.runner.reads_pinned else {}
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-                break
-            if deadline is not None and steps > 0 and time.monotonic() >= deadline:
-                deadline_hit = True
+            cancelled, deadline_hit = _interrupted(cancel, deadline, steps)
+            if cancelled or deadline_hit:
                 break
             forwards += (~finished).int()
             raw = constrain(self.runner.decode(current, cache, positions, sc_logits, mask, **layout), canvas, biases)
@@ -284,11 +281,8 @@ class DenoiseLoop:
         raw, decoder_best, current = draft(params.max_steps)
         steps, cancelled, deadline_hit = 0, False, False
         for remaining in range(params.max_steps, 0, -1):
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-                break
-            if deadline is not None and steps > 0 and time.monotonic() >= deadline:
-                deadline_hit = True
+            cancelled, deadline_hit = _interrupted(cancel, deadline, steps)
+            if cancelled or deadline_hit:
                 break
             # the base pass reaches the first open slot, and one past the last drafted one: where every draft
             # agrees, the base model's prediction after the last one is kept too
@@ -363,9 +357,15 @@ class DenoiseLoop:
         return block_end_slot(pieces, block_end.heal, block_end.indent, block_end.max_lines) is not None
 
 
+def _interrupted(cancel: threading.Event | None, deadline: float | None, steps: int) -> tuple[bool, bool]:
+    """(cancelled, deadline hit) before a step: the cancel flag is set, or the deadline (time.monotonic()) has
+    passed and at least one step ran."""
+    if cancel is not None and cancel.is_set():
+        return True, False
+    return False, deadline is not None and steps > 0 and time.monotonic() >= deadline
+
+
 def _narrow(canvas: InfillCanvas, width: int) -> InfillCanvas:
     """The canvas's first `width` positions, for `constrain` on the base pass's logits (first slot and biases)."""
-    import dataclasses
-
-    return dataclasses.replace(canvas, canvas_ids=canvas.canvas_ids[:, :width], pinned=canvas.pinned[:, :width],
-                               valid=canvas.valid[:, :width], token_bias={})
+    return replace(canvas, canvas_ids=canvas.canvas_ids[:, :width], pinned=canvas.pinned[:, :width],
+                   valid=canvas.valid[:, :width], token_bias={})

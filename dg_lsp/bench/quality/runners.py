@@ -43,11 +43,6 @@ class RunSettings:
     heal: bool = True  # token healing of prefixes that end at a line break (Engine.healing_tail), every mode
 
 
-def verify_setting(settings: RunSettings) -> dict:
-    """DenoiseParams keyword for the run's --verify-weight (None: off, plain diffusion)."""
-    return {"verify_weight": settings.verify_weight}
-
-
 @dataclass
 class TaskEdit:
     """A runner's answer to a task: an edit of the task's document in character offsets, with its figures."""
@@ -136,7 +131,7 @@ class EngineRunner:
         self._view: tuple[Task, EditorView] | None = None
         self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
                                     entropy_bound=settings.entropy_bound, seed=settings.seed,
-                                    **verify_setting(settings))
+                                    verify_weight=settings.verify_weight)
         if settings.canvas:
             # The pad-fill hole is the model's canvas length; the engine exposes no per-request knob.
             engine.runner.canvas_length = settings.canvas
