@@ -38,6 +38,8 @@ class CanvasBatch:
     clean_ids: torch.LongTensor  # [M, W] the canvases un-noised (the AR teacher's input)
     frontier: torch.BoolTensor  # [S] the canvas's first masked slot: everything left of it is clean
     pinned: torch.BoolTensor | None = None  # [M, W] the suffix head's positions (the adapter's suffix gate)
+    ltr: torch.BoolTensor | None = None  # [S] the row's canvas was masked from a cut on (left-to-right decoding's)
+    teacher: torch.Tensor | None = None  # [M, W, H] the base model's causal pass over clean_ids, once (trainer)
 
 
 def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
@@ -80,15 +82,15 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
             masked.append(j)
         ids = [h.prompt_ids[-1]] + inp + h.head_ids
         clean = [h.prompt_ids[-1]] + slots + h.head_ids
-        rows_spec.append((h, t, ids, slots, masked, clean))
+        rows_spec.append((h, t, ids, slots, masked, clean, cut is not None))
     width = max(len(r[2]) for r in rows_spec)
     ids = torch.full((m, width), pad_id, dtype=torch.long)
     clean_ids = torch.full((m, width), pad_id, dtype=torch.long)
     positions = torch.zeros((m, width), dtype=torch.long)
     pinned = torch.zeros((m, width), dtype=torch.bool)
     mask = torch.zeros((m, 1, width, n_cached + width), dtype=torch.bool)
-    flat_rows, targets, noise, kinds, slot_idx, frontier = [], [], [], [], [], []
-    for i, (h, t, row_ids, slots, masked, clean) in enumerate(rows_spec):
+    flat_rows, targets, noise, kinds, slot_idx, frontier, ltr_rows = [], [], [], [], [], [], []
+    for i, (h, t, row_ids, slots, masked, clean, from_cut) in enumerate(rows_spec):
         w = len(row_ids)
         ids[i, :w] = torch.tensor(row_ids)
         clean_ids[i, :w] = torch.tensor(clean)
@@ -104,6 +106,8 @@ def build(holes: list[Hole], n_cached: int, layer_kinds: set[str], mask_id: int,
             kinds.append(h.kind)
             slot_idx.append(j)
             frontier.append(j == masked[0])
+            ltr_rows.append(from_cut)
     tgt = vocab_rows(torch.tensor(targets, dtype=torch.long))
     return CanvasBatch(ids, positions, {k: mask for k in layer_kinds}, torch.tensor(flat_rows), tgt,
-                       torch.tensor(noise), kinds, torch.tensor(slot_idx), clean_ids, torch.tensor(frontier), pinned)
+                       torch.tensor(noise), kinds, torch.tensor(slot_idx), clean_ids, torch.tensor(frontier), pinned,
+                       torch.tensor(ltr_rows, dtype=torch.bool))

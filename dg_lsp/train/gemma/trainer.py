@@ -19,6 +19,7 @@ from . import data, objective
 
 log = logging.getLogger(__name__)
 TEACHER_STATS = ("front", "front_base", "kl")  # the AR teacher's figures (Run.ar_teacher), in the log line's order
+POE_STATS = ("poe", "poe_base", "poe_dec")  # the verified score's figures (Run.verified_score_loss), likewise
 
 
 @dataclass
@@ -54,6 +55,12 @@ class Options:
     # weight of KL(base || decoder) on each canvas's first masked slot, whose left context is clean: there the base
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
     ar_distill: float = 0.0
+    # weight of the cross-entropy of AR-verified decoding's own score, log p_base + poe_weight * log p_decoder
+    # (engine/denoise.py run_verified; the pad left out, as there), on every masked slot but the hole's end of the
+    # canvases masked left to right: the decoder learns what to add to the base model's prediction, which it then
+    # only corrects where the suffix or the hole tells it more. 0: off
+    poe: float = 0.0
+    poe_weight: float = 1.0  # the decoder's weight in that score: the engine's default verifyWeight
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -181,7 +188,42 @@ class Run:
                 kl, base_ce, front_ce = taught
                 total = total + self.opts.ar_distill * kl
                 info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
+        if self.opts.poe > 0:
+            scored = self.verified_score_loss(batch, ro, head, logits)
+            if scored is not None:
+                ce, base_ce, dec_ce = scored
+                total = total + self.opts.poe * ce
+                info.update({"poe": ce.item(), "poe_base": base_ce, "poe_dec": dec_ce})
         return total, info
+
+    def teacher_logits(self, batch, ro, head, rows: torch.LongTensor) -> torch.Tensor:
+        """The base model's logits (the restricted head, float32, no gradient) at flat `rows` of the batch's clean
+        canvases: its causal pass after the same cache view, run once per batch (kept in `batch.teacher`)."""
+        with torch.no_grad():
+            if batch.teacher is None:
+                batch.teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
+            hidden = batch.teacher
+            return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, rows) @ head.t()).float()
+
+    def verified_score_loss(self, batch, ro, head, logits) -> tuple[torch.Tensor, float, float] | None:
+        """Cross-entropy of AR-verified decoding's score on the masked slots of the left-to-right canvases whose
+        target is not the hole's end: softmax over log p_base + w * log p_decoder, both over every column but the
+        pad's (the engine bans the pad in that score and leaves the end to the decoder's own argmax). There the
+        base model's left context is the clean hole so far, exactly what the verified walk gives it (every kept
+        token was checked with its true left context), and the decoder's is the kept slots and [MASK]s, as in the
+        pass that drafted. Returns (the loss, the base model's and the decoder's own cross-entropy there, in nats)."""
+        sel = batch.ltr & (batch.targets != self.pad_row)
+        if not bool(sel.any()):
+            return None
+        base = self.teacher_logits(batch, ro, head, batch.rows[sel])
+        keep = torch.ones(base.shape[-1], dtype=torch.bool, device=base.device)
+        keep[self.pad_row] = False
+        targets = batch.targets[sel]
+        targets = targets - (targets > self.pad_row).long()  # column index once the pad's column is left out
+        base_lp = F.log_softmax(base[:, keep], dim=-1)
+        dec_lp = F.log_softmax(logits[sel][:, keep], dim=-1)
+        ce = F.cross_entropy(base_lp + self.opts.poe_weight * dec_lp, targets)
+        return ce, F.nll_loss(base_lp, targets).item(), F.nll_loss(dec_lp.detach(), targets).item()
 
     def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
         """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
@@ -192,10 +234,8 @@ class Run:
         if not bool(front.any()):
             return None
         rows = batch.rows[front]
-        with torch.no_grad():
-            teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
-            t_logits = (teacher.reshape(-1, teacher.shape[-1]).index_select(0, rows) @ head.t()).float()
-            t_logp = F.log_softmax(t_logits, dim=-1)
+        t_logits = self.teacher_logits(batch, ro, head, rows)
+        t_logp = F.log_softmax(t_logits, dim=-1)
         # the KL compares the two given that the hole goes on: the pad column is left out of both. The base model
         # never ends a hole (log p(pad) about -40 on code), so a KL over the whole row taught the decoder never to
         # end one either, on every frontier row, against the cross-entropy on the few rows that do end
@@ -226,7 +266,7 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1, ends = 0.0, 0, 0, [], [], []
-        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS}
+        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS + POE_STATS}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
             if loss is None:
@@ -296,7 +336,7 @@ class Run:
             acc["s1"] += info["slot1_loss"]
             acc["end"] += info["end_loss"]
             acc["n"] += 1
-            for k in TEACHER_STATS:
+            for k in TEACHER_STATS + POE_STATS:
                 if k in info:
                     teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
@@ -306,9 +346,12 @@ class Run:
                          acc["s1"] / acc["n"], acc["end"] / acc["n"],
                          dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate(),
                          self.end_head())
-                if teach:  # the AR teacher: decoder vs base cross-entropy on frontier rows, and their KL
+                if all(k in teach for k in TEACHER_STATS):  # the AR teacher: decoder vs base CE on frontier rows, KL
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))
+                if all(k in teach for k in POE_STATS):  # the verified score vs each model alone, same rows
+                    log.info("  verified score CE %.3f (base alone %.3f, decoder alone %.3f)",
+                             *(sum(teach[k]) / len(teach[k]) for k in POE_STATS))
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
                 teach = {}
                 t_log = time.monotonic()

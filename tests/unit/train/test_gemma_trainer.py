@@ -159,3 +159,58 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     ro = A.ReadOnlyCache.of(cache, batch=len(empty))
     dummy = torch.zeros(len(batch.targets), len(run.vocab))
     assert run.ar_teacher(batch, ro, None, dummy, dummy[:, 0]) is None
+
+
+def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path):
+    """--poe trains AR-verified decoding's own score, log p_base + w * log p_decoder, without the pad: at w = 0 its
+    cross-entropy is the base model's alone (the teacher's rows line up with the targets); the decoder's pad logit
+    does not move it (the engine leaves the end to the decoder's argmax), another column does; only canvases masked
+    from a cut are scored (with --ltr-noise 0 there is nothing to score); and a step with it stays finite and moves
+    the adapter."""
+    from dg_lsp.train.gemma.trainer import Options, Run
+
+    adapted = build_tiny(tmp_path / "tiny", delta_scale=0.0)
+    opts = Options(base=str(adapted.parent / "base"), out=str(tmp_path / "run"), init_from=str(adapted), rank=4,
+                   alpha=8.0, holes_per_chunk=4, chunk_tokens=96, head_tokens=4, lr=1e-2, warmup=1,
+                   ltr_noise=1.0, poe=1.0, poe_weight=0.0)
+    run = Run(opts)
+    with torch.no_grad():
+        for m in run.adapter.modules.values():
+            m.lora_b.normal_(0, 0.5)
+    seen = {}
+    scorer = run.verified_score_loss
+    run.verified_score_loss = lambda *a: seen.setdefault("args", a) and scorer(*a)
+    for seed in range(50):  # a chunk can yield no hole: draw until one does
+        torch.manual_seed(seed)
+        _, info = run.chunk_loss()
+        if "poe" in info:
+            break
+    run.verified_score_loss = scorer
+    assert abs(info["poe"] - info["poe_base"]) < 1e-4, info  # w = 0: the base model's cross-entropy
+    assert abs(info["poe_dec"] - info["poe_base"]) > 1e-3, info  # the decoder alone is another model
+    batch, ro, head, logits = seen["args"]
+    assert bool(batch.ltr.all())
+    run.opts.poe_weight = 1.0
+    ce = scorer(batch, ro, head, logits)[0].item()
+    assert ce != info["poe"]
+    bumped = logits.clone()
+    bumped[:, run.pad_row] += 5.0
+    assert abs(scorer(batch, ro, head, bumped)[0].item() - ce) < 1e-5
+    other = logits.clone()
+    other[:, (run.pad_row + 1) % logits.shape[1]] += 5.0
+    assert abs(scorer(batch, ro, head, other)[0].item() - ce) > 1e-4
+    before = [p.detach().clone() for p in run.adapter.parameters()]
+    for _ in range(20):
+        out = run.step()
+        if "poe" in out:
+            break
+    assert math.isfinite(out["loss"]) and math.isfinite(out["poe"]), out
+    assert any(not torch.equal(b, p) for b, p in zip(before, run.adapter.parameters()))
+    # random masking only: no canvas is left to right, nothing is scored
+    run.opts.ltr_noise = 0.0
+    for seed in range(50):
+        torch.manual_seed(seed)
+        loss, info = run.chunk_loss()
+        if loss is not None:
+            break
+    assert loss is not None and "poe" not in info
