@@ -56,9 +56,9 @@ class Options:
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
     ar_distill: float = 0.0
     # weight of the cross-entropy of AR-verified decoding's own score, log p_base + poe_weight * log p_decoder
-    # (engine/denoise.py run_verified; the pad left out, as there), on every masked slot but the hole's end of the
-    # canvases masked left to right: the decoder learns what to add to the base model's prediction, which it then
-    # only corrects where the suffix or the hole tells it more. 0: off
+    # (engine/denoise.py run_verified; the pad left out, as there), on the first masked slot of the canvases masked
+    # left to right (a walk's first slot, the one place where the engine lets the decoder's weight count), unless
+    # it is the hole's end: the decoder learns what to add to the base model's prediction there. 0: off
     poe: float = 0.0
     poe_weight: float = 1.0  # the decoder's weight in that score: the engine's default verifyWeight
     warmup: int = 30
@@ -206,13 +206,13 @@ class Run:
             return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, rows) @ head.t()).float()
 
     def verified_score_loss(self, batch, ro, head, logits) -> tuple[torch.Tensor, float, float] | None:
-        """Cross-entropy of AR-verified decoding's score on the masked slots of the left-to-right canvases whose
+        """Cross-entropy of AR-verified decoding's score on the first masked slot of each left-to-right canvas whose
         target is not the hole's end: softmax over log p_base + w * log p_decoder, both over every column but the
-        pad's (the engine bans the pad in that score and leaves the end to the decoder's own argmax). There the
-        base model's left context is the clean hole so far, exactly what the verified walk gives it (every kept
-        token was checked with its true left context), and the decoder's is the kept slots and [MASK]s, as in the
-        pass that drafted. Returns (the loss, the base model's and the decoder's own cross-entropy there, in nats)."""
-        sel = batch.ltr & (batch.targets != self.pad_row)
+        pad's (the engine bans the pad in that score and leaves the end to the decoder's own argmax). That slot is a
+        verified walk's first: both models read the clean hole so far on its left, the decoder [MASK]s and the
+        suffix head on its right, as in the engine's drafting pass. Returns (the loss, the base model's and the
+        decoder's own cross-entropy there, in nats)."""
+        sel = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
         if not bool(sel.any()):
             return None
         base = self.teacher_logits(batch, ro, head, batch.rows[sel])

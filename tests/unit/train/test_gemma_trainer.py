@@ -162,7 +162,8 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
 
 
 def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path):
-    """--poe trains AR-verified decoding's own score, log p_base + w * log p_decoder, without the pad: at w = 0 its
+    """--poe trains AR-verified decoding's own score, log p_base + w * log p_decoder, without the pad, on each
+    left-to-right canvas's first masked slot: at w = 0 its
     cross-entropy is the base model's alone (the teacher's rows line up with the targets); the decoder's pad logit
     does not move it (the engine leaves the end to the decoder's argmax), another column does; only canvases masked
     from a cut are scored (with --ltr-noise 0 there is nothing to score); and a step with it stays finite and moves
@@ -190,6 +191,10 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
     assert abs(info["poe_dec"] - info["poe_base"]) > 1e-3, info  # the decoder alone is another model
     batch, ro, head, logits = seen["args"]
     assert bool(batch.ltr.all())
+    # the first masked slot of each canvas only (a verified walk's first slot): one row per canvas that does not end
+    # there
+    sel = batch.ltr & batch.frontier & (batch.targets != run.pad_row)
+    assert 0 < int(sel.sum()) <= int(batch.frontier.sum()) == len(set((batch.rows // batch.ids.shape[1]).tolist()))
     run.opts.poe_weight = 1.0
     ce = scorer(batch, ro, head, logits)[0].item()
     assert ce != info["poe"]
