@@ -19,7 +19,8 @@ from . import data, objective
 
 log = logging.getLogger(__name__)
 TEACHER_STATS = ("front", "front_base", "kl")  # the AR teacher's figures (Run.ar_teacher), in the log line's order
-POE_STATS = ("poe", "poe_base", "poe_dec")  # the verified score's figures (Run.verified_score_loss), likewise
+# the verified score's figures (Run.verified_score_loss), likewise: cross-entropy, then top-1 accuracy
+POE_STATS = ("poe", "poe_base", "poe_dec", "poe_acc", "poe_base_acc", "poe_dec_acc")
 
 
 @dataclass
@@ -191,9 +192,9 @@ class Run:
         if self.opts.poe > 0:
             scored = self.verified_score_loss(batch, ro, head, logits)
             if scored is not None:
-                ce, base_ce, dec_ce = scored
+                ce, figures = scored
                 total = total + self.opts.poe * ce
-                info.update({"poe": ce.item(), "poe_base": base_ce, "poe_dec": dec_ce})
+                info.update(figures)
         return total, info
 
     def teacher_logits(self, batch, ro, head, rows: torch.LongTensor) -> torch.Tensor:
@@ -205,13 +206,15 @@ class Run:
             hidden = batch.teacher
             return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, rows) @ head.t()).float()
 
-    def verified_score_loss(self, batch, ro, head, logits) -> tuple[torch.Tensor, float, float] | None:
+    def verified_score_loss(self, batch, ro, head, logits) -> tuple[torch.Tensor, dict] | None:
         """Cross-entropy of AR-verified decoding's score on the first masked slot of each left-to-right canvas whose
         target is not the hole's end: softmax over log p_base + w * log p_decoder, both over every column but the
         pad's (the engine bans the pad in that score and leaves the end to the decoder's own argmax). That slot is a
         verified walk's first: both models read the clean hole so far on its left, the decoder [MASK]s and the
-        suffix head on its right, as in the engine's drafting pass. Returns (the loss, the base model's and the
-        decoder's own cross-entropy there, in nats)."""
+        suffix head on its right, as in the engine's drafting pass. The score is divided by 1 + w, a geometric mean
+        of the two distributions: the engine's argmax is unchanged, and the loss does not punish the plain sum for
+        counting twice what both models read on the left. Returns (the loss, figures on those rows: the
+        cross-entropy in nats and the top-1 accuracy of the score, of the base model alone, of the decoder alone)."""
         sel = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
         if not bool(sel.any()):
             return None
@@ -222,8 +225,17 @@ class Run:
         targets = targets - (targets > self.pad_row).long()  # column index once the pad's column is left out
         base_lp = F.log_softmax(base[:, keep], dim=-1)
         dec_lp = F.log_softmax(logits[sel][:, keep], dim=-1)
-        ce = F.cross_entropy(base_lp + self.opts.poe_weight * dec_lp, targets)
-        return ce, F.nll_loss(base_lp, targets).item(), F.nll_loss(dec_lp.detach(), targets).item()
+        w = self.opts.poe_weight
+        score = (base_lp + w * dec_lp) / (1.0 + w)
+        ce = F.cross_entropy(score, targets)
+
+        def top1(lp):
+            return (lp.detach().argmax(dim=-1) == targets).float().mean().item()
+
+        figures = {"poe": ce.item(), "poe_base": F.nll_loss(base_lp, targets).item(),
+                   "poe_dec": F.nll_loss(dec_lp.detach(), targets).item(),
+                   "poe_acc": top1(score), "poe_base_acc": top1(base_lp), "poe_dec_acc": top1(dec_lp)}
+        return ce, figures
 
     def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
         """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
@@ -350,7 +362,7 @@ class Run:
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))
                 if all(k in teach for k in POE_STATS):  # the verified score vs each model alone, same rows
-                    log.info("  verified score CE %.3f (base alone %.3f, decoder alone %.3f)",
+                    log.info("  verified score CE %.3f (base alone %.3f, decoder alone %.3f), top-1 %.3f (%.3f, %.3f)",
                              *(sum(teach[k]) / len(teach[k]) for k in POE_STATS))
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
                 teach = {}

@@ -188,6 +188,7 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
             break
     run.verified_score_loss = scorer
     assert abs(info["poe"] - info["poe_base"]) < 1e-4, info  # w = 0: the base model's cross-entropy
+    assert info["poe_acc"] == info["poe_base_acc"], info
     assert abs(info["poe_dec"] - info["poe_base"]) > 1e-3, info  # the decoder alone is another model
     batch, ro, head, logits = seen["args"]
     assert bool(batch.ltr.all())
@@ -198,6 +199,15 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
     run.opts.poe_weight = 1.0
     ce = scorer(batch, ro, head, logits)[0].item()
     assert ce != info["poe"]
+    # w = 1: the mean of the two log-probabilities, renormalised (the engine's argmax, without double counting)
+    import torch.nn.functional as F
+
+    sel = batch.ltr & batch.frontier & (batch.targets != run.pad_row)
+    keep = torch.arange(logits.shape[1]) != run.pad_row
+    base_lp = F.log_softmax(run.teacher_logits(batch, ro, head, batch.rows[sel])[:, keep], dim=-1)
+    dec_lp = F.log_softmax(logits[sel][:, keep], dim=-1)
+    tgt = batch.targets[sel] - (batch.targets[sel] > run.pad_row).long()
+    assert abs(F.cross_entropy((base_lp + dec_lp) / 2, tgt).item() - ce) < 1e-4
     bumped = logits.clone()
     bumped[:, run.pad_row] += 5.0
     assert abs(scorer(batch, ro, head, bumped)[0].item() - ce) < 1e-5
