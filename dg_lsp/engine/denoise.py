@@ -224,11 +224,13 @@ class DenoiseLoop:
         the open slots from its argmax, from the left, as the entropy rule allows (sampler.left_to_right_accept
         with the step's bound; at least one). Each step then runs the base model causally over the canvas up to one
         past its last draft (`runner.verify`: a narrower forward after the same prompt cache) and keeps slots left
-        to right from the first open one: each takes the argmax (or, sampling, a draw) of
-        log p_base + w * log p_decoder (w = params.verify_weight, p_decoder from the pass that drafted), or the pad
-        where the decoder's own argmax is the pad at the walk's first slot (the base model cannot see the suffix, so
-        where the hole ends is the decoder's call; it makes it only where it saw the kept left context, so a pad
-        later in the walk ends the step's walk, not the row). The base model's prediction at a slot is exact only
+        to right from the first open one. The walk's first slot is the one place where the decoder saw the kept
+        left context (right of it, it drafted beside [MASK]s), so there alone its view counts: that slot takes the
+        argmax (or, sampling, a draw) of log p_base + w * log p_decoder (w = params.verify_weight, p_decoder from the
+        pass that drafted), or the pad where the decoder's own argmax is the pad (the base model cannot see the
+        suffix, so where the hole ends is the decoder's call). Every later slot of the walk takes the base model's
+        own argmax (or draw), whose left context there is the agreed drafts, and a pad the decoder predicts there
+        ends the step's walk, not the row. The base model's prediction at a slot is exact only
         while every slot on its left holds what was kept, so the walk goes on past a slot only where the token kept
         there is its draft: each
         step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
@@ -239,7 +241,7 @@ class DenoiseLoop:
         A row stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when
         its kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after
         an end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended
-        where the decoder ends the hole."""
+        where the decoder ends the hole; any w gives the base model's choice everywhere but at a walk's first slot."""
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
@@ -296,12 +298,17 @@ class DenoiseLoop:
                              [(col, bias[:, :width]) for col, bias in biases])
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
-            score = torch.log_softmax(base, dim=-1) + weight * torch.log_softmax(raw[:, :width], dim=-1)
-            if pad_col is not None:
-                score[..., pad_col] = BANNED
-            chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
-            chosen_ids = self.runner.ids_of(chosen).tolist()
-            chosen_cols = chosen.tolist()
+            base_lp = torch.log_softmax(base, dim=-1)
+            # the decoder's say: at a walk's first slot, the one place where it saw the kept left context; right of
+            # it the decoder drafted beside [MASK]s while the base model reads the agreed drafts, so there the base
+            # model's prediction alone decides (the decoder only proposes)
+            scores = (base_lp + weight * torch.log_softmax(raw[:, :width], dim=-1), base_lp)
+            picks = []
+            for score in scores:
+                if pad_col is not None:
+                    score[..., pad_col] = BANNED
+                chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
+                picks.append((self.runner.ids_of(chosen).tolist(), chosen.tolist()))
             decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
             read = current.tolist()
             for r in range(b):
@@ -313,7 +320,8 @@ class DenoiseLoop:
                         continue
                     if p >= width:
                         break
-                    tok, col = chosen_ids[r][p], chosen_cols[r][p]
+                    (ids_r, cols_r) = picks[0] if first else picks[1]
+                    tok, col = ids_r[r][p], cols_r[r][p]
                     if decoder_pads is not None and decoder_pads[r][p]:
                         # the decoder ends the hole here; it saw the true left context only at the walk's first
                         # slot (right of it, [MASK]s): there it ends the row, later it ends this step's walk

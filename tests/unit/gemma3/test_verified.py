@@ -157,3 +157,34 @@ def test_the_decoder_ends_the_hole_only_where_it_saw_what_was_kept(engine, monke
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     assert out.text == engine.tokenizer.decode(words[:3])
     assert out.steps == 4  # a token a step (the blind pad stops each walk after its first slot), then the end
+
+
+def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
+    # An oracle decoder that wants answer A everywhere and an oracle base model that wants B, with a weight so large
+    # that the decoder would win every slot of the sum. Only a walk's first slot is the decoder's to sway (it drafted
+    # the rest beside [MASK]s): there A is kept and agrees with its draft, so the walk goes on to the next slot,
+    # where the base model's own B is kept, differs from the draft A and ends the walk. The answer alternates.
+    runner = engine.loop.runner
+    a_ids = engine.tokenizer(" b + c * d - e + f * g", add_special_tokens=False)["input_ids"]
+    b_ids = a_ids[1:] + a_ids[:1]  # every slot wants another token than A's
+    n = min(len(a_ids), len(b_ids))
+    a_cols, b_cols = [runner.column_of(t) for t in a_ids[:n]], [runner.column_of(t) for t in b_ids[:n]]
+    assert None not in a_cols + b_cols and all(x != y for x, y in zip(a_cols, b_cols))
+    width = len(runner.output_ids)
+
+    def oracle(shape, cols):
+        logits = torch.zeros(shape)
+        for j in range(1, shape[1]):
+            logits[:, j, cols[(j - 1) % n]] = 8.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", lambda canvas, *a, **k: oracle((canvas.shape[0], canvas.shape[1], width),
+                                                                         a_cols))
+    monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w: oracle((canvas.shape[0], w, width),
+                                                                                      b_cols))
+    params = DenoiseParams(temperature=0.0, max_steps=6, entropy_bound=1e9, verify_weight=10.0)
+    out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
+    kept = [a_ids[j] if j % 2 == 0 else b_ids[j] for j in range(min(n, 12))]
+    assert out.steps == 6 and out.generated_tokens >= 12  # two kept a step (what is left open shows A's drafts)
+    assert out.text.startswith(engine.tokenizer.decode(kept)), (out.text, engine.tokenizer.decode(kept))
+    assert not out.text.startswith(engine.tokenizer.decode(a_ids[:12]))  # the decoder did not win every slot
