@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 TEACHER_STATS = ("front", "front_base", "kl")  # the AR teacher's figures (Run.ar_teacher), in the log line's order
 # the verified score's figures (Run.verified_score_loss), likewise: cross-entropy, then top-1 accuracy
 POE_STATS = ("poe", "poe_base", "poe_dec", "poe_acc", "poe_base_acc", "poe_dec_acc")
+# Run.draft_teacher's figures: the KL right of the frontier, and how often the decoder's argmax is the base model's
+# there and at the frontier (a verified step's draft acceptance, were the drafts on the left right)
+DRAFT_STATS = ("draft_kl", "draft_agree", "front_agree")
 
 
 @dataclass
@@ -62,6 +65,11 @@ class Options:
     # it is the hole's end: the decoder learns what to add to the base model's prediction there. 0: off
     poe: float = 0.0
     poe_weight: float = 1.0  # the decoder's weight in that score: the engine's default verifyWeight
+    # weight of KL(base || decoder) on the masked slots right of the first one in the canvases masked left to right:
+    # there the engine's drafts are made beside [MASK]s, and a verified step keeps a draft only where it is the base
+    # model's argmax after the true left context, so the decoder learns the base model's prediction there. 0: off
+    # (its figures, draft agreement included, are logged whenever the base model's pass runs)
+    draft_distill: float = 0.0
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -189,6 +197,13 @@ class Run:
                 kl, base_ce, front_ce = taught
                 total = total + self.opts.ar_distill * kl
                 info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
+        if self.opts.draft_distill > 0 or batch.teacher is not None:
+            drafted = self.draft_teacher(batch, ro, head, logits)
+            if drafted is not None:
+                kl, figures = drafted
+                if self.opts.draft_distill > 0:
+                    total = total + self.opts.draft_distill * kl
+                info.update(figures)
         if self.opts.poe > 0:
             scored = self.verified_score_loss(batch, ro, head, logits)
             if scored is not None:
@@ -237,6 +252,30 @@ class Run:
                    "poe_acc": top1(score), "poe_base_acc": top1(base_lp), "poe_dec_acc": top1(dec_lp)}
         return ce, figures
 
+    def draft_teacher(self, batch, ro, head, logits) -> tuple[torch.Tensor, dict] | None:
+        """KL(base || decoder) over the masked slots right of the first one in the canvases masked left to right,
+        whose target is not the hole's end, on the distributions over every column but the pad's (as `ar_teacher`).
+        The base model reads the clean hole on the left of each slot, the decoder [MASK]s: the engine's drafts right
+        of a walk's first slot. Returns (the KL, figures: the KL, and the share of those slots, and of the
+        left-to-right canvases' first masked slots, where the decoder's argmax is the base model's)."""
+        right = batch.ltr & ~batch.frontier & (batch.targets != self.pad_row)
+        front = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
+        if not bool(right.any()):
+            return None
+        sel = right | front
+        t_logits = self.teacher_logits(batch, ro, head, batch.rows[sel])
+        keep = torch.ones(t_logits.shape[-1], dtype=torch.bool, device=t_logits.device)
+        keep[self.pad_row] = False
+        t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
+        s_cond = F.log_softmax(logits[sel][:, keep], dim=-1)
+        is_right = right[sel]
+        kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1)[is_right].mean()
+        agree = (t_cond.argmax(dim=-1) == s_cond.detach().argmax(dim=-1)).float()
+        figures = {"draft_kl": kl.item(), "draft_agree": agree[is_right].mean().item()}
+        if bool((~is_right).any()):
+            figures["front_agree"] = agree[~is_right].mean().item()
+        return kl, figures
+
     def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
         """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
         end (the first pad: the base model never learnt that token, the decoder must), on the distributions over every
@@ -278,7 +317,7 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1, ends = 0.0, 0, 0, [], [], []
-        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS + POE_STATS}
+        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS + POE_STATS + DRAFT_STATS}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
             if loss is None:
@@ -348,7 +387,7 @@ class Run:
             acc["s1"] += info["slot1_loss"]
             acc["end"] += info["end_loss"]
             acc["n"] += 1
-            for k in TEACHER_STATS + POE_STATS:
+            for k in TEACHER_STATS + POE_STATS + DRAFT_STATS:
                 if k in info:
                     teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
@@ -364,6 +403,9 @@ class Run:
                 if all(k in teach for k in POE_STATS):  # the verified score vs each model alone, same rows
                     log.info("  verified score CE %.3f (base alone %.3f, decoder alone %.3f), top-1 %.3f (%.3f, %.3f)",
                              *(sum(teach[k]) / len(teach[k]) for k in POE_STATS))
+                if all(k in teach for k in DRAFT_STATS):  # drafts beside [MASK]s against the base model
+                    log.info("  drafts right of the frontier: KL %.3f, decoder argmax = base's %.3f (frontier %.3f)",
+                             *(sum(teach[k]) / len(teach[k]) for k in DRAFT_STATS))
                 acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
                 teach = {}
                 t_log = time.monotonic()

@@ -229,3 +229,63 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
         if loss is not None:
             break
     assert loss is not None and "poe" not in info
+
+
+def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
+    """--draft-distill: KL(base || decoder), without the pad, on the masked slots right of the first one in the
+    canvases masked left to right (where the engine's drafts are made beside [MASK]s); the agreement figures count
+    where the two argmaxes are the same. Decoder logits equal to the teacher's give KL 0 and agreement 1; the pad
+    column does not move it; a step with it stays finite and moves the adapter; without a base pass and with the
+    option off, nothing is computed."""
+    import torch.nn.functional as F
+
+    from dg_lsp.train.gemma.trainer import Options, Run
+
+    adapted = build_tiny(tmp_path / "tiny", delta_scale=0.0)
+    opts = Options(base=str(adapted.parent / "base"), out=str(tmp_path / "run"), init_from=str(adapted), rank=4,
+                   alpha=8.0, holes_per_chunk=4, chunk_tokens=96, head_tokens=4, lr=1e-2, warmup=1,
+                   ltr_noise=1.0, draft_distill=1.0)
+    run = Run(opts)
+    with torch.no_grad():
+        for m in run.adapter.modules.values():
+            m.lora_b.normal_(0, 0.5)
+    seen = {}
+    drafter = run.draft_teacher
+    run.draft_teacher = lambda *a: seen.setdefault("args", a) and drafter(*a)
+    for seed in range(50):  # a chunk can yield no hole, or holes of one token: draw until one has slots to draft
+        torch.manual_seed(seed)
+        _, info = run.chunk_loss()
+        if "draft_kl" in info:
+            break
+    run.draft_teacher = drafter
+    assert "draft_kl" in info and info["draft_kl"] > 1e-4, info
+    batch, ro, head, logits = seen["args"]
+    right = batch.ltr & ~batch.frontier & (batch.targets != run.pad_row)
+    assert bool(right.any())
+    keep = torch.arange(logits.shape[1]) != run.pad_row
+    t_lp = F.log_softmax(run.teacher_logits(batch, ro, head, batch.rows[right])[:, keep], dim=-1)
+    s_lp = F.log_softmax(logits[right][:, keep], dim=-1)
+    expected = (t_lp.exp() * (t_lp - s_lp)).sum(-1).mean().item()
+    assert abs(info["draft_kl"] - expected) < 1e-4
+    assert abs(info["draft_agree"] - (t_lp.argmax(-1) == s_lp.argmax(-1)).float().mean().item()) < 1e-6
+    # the teacher's own logits on every scored row: nothing to learn, full agreement
+    taught = run.teacher_logits(batch, ro, head, batch.rows)
+    kl, figures = drafter(batch, ro, head, taught)
+    assert abs(kl.item()) < 1e-5 and figures["draft_agree"] == 1.0, figures
+    bumped = logits.clone()
+    bumped[:, run.pad_row] += 5.0
+    assert abs(drafter(batch, ro, head, bumped)[0].item() - info["draft_kl"]) < 1e-5
+    before = [p.detach().clone() for p in run.adapter.parameters()]
+    for _ in range(20):
+        out = run.step()
+        if "draft_kl" in out:
+            break
+    assert math.isfinite(out["loss"]) and math.isfinite(out["draft_kl"]), out
+    assert any(not torch.equal(b, p) for b, p in zip(before, run.adapter.parameters()))
+    run.opts.draft_distill = 0.0  # off, and no other loss runs the base model: no figures
+    for seed in range(50):
+        torch.manual_seed(seed)
+        loss, info = run.chunk_loss()
+        if loss is not None:
+            break
+    assert loss is not None and "draft_kl" not in info
