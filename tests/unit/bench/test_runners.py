@@ -64,3 +64,10 @@ def test_show_rate_and_syntax_clean_share_of_the_shown():
     summary = summarize(rows)
     assert abs(summary["show_rate"] - 1 / 3) < 1e-9 and summary["shown_syntax_clean"] == 1.0
     assert summarize([dict(rows[1])])["shown_syntax_clean"] is None  # nothing shown: no share
+
+
+def test_every_task_is_encoded_afresh_as_the_ar_baseline_is():
+    # the prefix cache would carry a task's prompt over to the next one (HumanEval's tasks share their problem's
+    # prompt), an advantage the AR baseline does not get: encode times compare like with like
+    engine, _ = run("    total *= 2\n")
+    assert engine.requests[0].reuse_prefix is False
