@@ -197,18 +197,19 @@ class Run:
                 kl, base_ce, front_ce = taught
                 total = total + self.opts.ar_distill * kl
                 info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
+        if self.opts.poe > 0:
+            scored = self.verified_score_loss(batch, ro, head, logits)
+            if scored is not None:
+                ce, figures = scored
+                total = total + self.opts.poe * ce
+                info.update(figures)
+        # after the losses that run the base model's pass, so its figures come with either of them
         if self.opts.draft_distill > 0 or batch.teacher is not None:
             drafted = self.draft_teacher(batch, ro, head, logits)
             if drafted is not None:
                 kl, figures = drafted
                 if self.opts.draft_distill > 0:
                     total = total + self.opts.draft_distill * kl
-                info.update(figures)
-        if self.opts.poe > 0:
-            scored = self.verified_score_loss(batch, ro, head, logits)
-            if scored is not None:
-                ce, figures = scored
-                total = total + self.opts.poe * ce
                 info.update(figures)
         return total, info
 

@@ -289,3 +289,10 @@ def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
         if loss is not None:
             break
     assert loss is not None and "draft_kl" not in info
+    run.opts.poe = 1.0  # --poe runs the base model's pass: the figures come with it, whatever the order
+    for seed in range(50):
+        torch.manual_seed(seed)
+        _, info = run.chunk_loss()
+        if "draft_kl" in info:
+            break
+    assert "draft_kl" in info and "poe" in info
