@@ -23,14 +23,19 @@ def test_init_from_step_checkpoint_resume_export(tmp_path):
     run = Run(opts)
     assert len(run.vocab) == 384  # the exported adapter's vocabulary, not a new choice
     before = {k: v.clone() for k, v in run.adapter.state_dict().items()}
-    info = run.step()
+    # the files a run samples depend on where the venv lies (a capped package's files are taken in the order of
+    # their paths' hashes), so a chunk may hold no hole here: step until one does
+    for _ in range(20):
+        info = run.step()
+        if info["holes"] > 0:
+            break
     assert math.isfinite(info["loss"]) and info["holes"] > 0
     after = run.adapter.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
     run.save_checkpoint()
 
     resumed = Run(Options(**{**opts.__dict__, "resume": True, "init_from": ""}))
-    assert resumed.state["step"] == 1
+    assert resumed.state["step"] == run.state["step"] >= 1
     assert all(torch.equal(after[k], v) for k, v in resumed.adapter.state_dict().items())
 
     # the export needs the base's name only for the spec; point the exported spec at the tiny base to load it
@@ -67,8 +72,10 @@ def test_end_head_trains_from_zero_resumes_and_exports(tmp_path):
     assert ad.end_bias.item() == 0.0 and ad.end_row.detach().abs().sum().item() == 0.0
     groups = [[id(p) for p in g["params"]] for g in run.opt.param_groups]
     assert any(id(ad.end_bias) in g for g in groups) and any(id(ad.end_row) in g for g in groups)
-    for _ in range(3):
+    for _ in range(20):  # until a step's holes reach the end head (a chunk may hold none)
         run.step()
+        if ad.end_bias.item() != 0.0:
+            break
     assert ad.end_bias.item() != 0.0 and ad.end_row.detach().abs().sum().item() > 0.0
     run.save_checkpoint()
     resumed = Run(Options(**{**opts.__dict__, "resume": True, "init_from": ""}))
@@ -103,14 +110,21 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
                    ar_distill=1.0, ltr_noise=0.5)
     run = Run(opts)
     run.adapter.future_bias.data.fill_(-1e4)
-    torch.manual_seed(0)
-    _, info = run.chunk_loss()
+    for seed in range(50):  # a chunk can yield no hole, or no frontier row (the files depend on the venv's path)
+        torch.manual_seed(seed)
+        _, info = run.chunk_loss()
+        if "kl" in info:
+            break
     assert info["kl"] < 1e-4, info
     assert abs(info["front"] - info["front_base"]) < 1e-3, info
     with torch.no_grad():
         for m in run.adapter.modules.values():
             m.lora_b.normal_(0, 0.5)
-    _, info = run.chunk_loss()
+    for seed in range(50):
+        torch.manual_seed(seed)
+        _, info = run.chunk_loss()
+        if "kl" in info:
+            break
     assert info["kl"] > 1e-3, info
     for _ in range(20):  # a step whose chunks happen to hold no frontier row has no KL to report: draw again
         out = run.step()
@@ -123,8 +137,12 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     seen = {}
     teacher = run.ar_teacher
     run.ar_teacher = lambda *a: seen.setdefault("args", a) and teacher(*a)
-    torch.manual_seed(1)
-    run.chunk_loss()
+    for seed in range(1, 50):  # until a chunk yields holes with frontier rows (the teacher is called then)
+        torch.manual_seed(seed)
+        seen.clear()
+        _, info = run.chunk_loss()
+        if "kl" in info:
+            break
     run.ar_teacher = teacher
     batch, ro, head, logits, loss = seen["args"]
     kl = teacher(batch, ro, head, logits, loss)[0].item()
