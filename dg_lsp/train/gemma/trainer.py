@@ -24,6 +24,7 @@ POE_STATS = ("poe", "poe_base", "poe_dec", "poe_acc", "poe_base_acc", "poe_dec_a
 # Run.draft_teacher's figures: the KL right of the frontier, and how often the decoder's argmax is the base model's
 # there and at the frontier (a verified step's draft acceptance, were the drafts on the left right)
 DRAFT_STATS = ("draft_kl", "draft_agree", "front_agree")
+LOGGED_STATS = TEACHER_STATS + POE_STATS + DRAFT_STATS
 
 
 @dataclass
@@ -213,6 +214,13 @@ class Run:
                 info.update(figures)
         return total, info
 
+    def without_pad(self, logits: torch.Tensor) -> torch.BoolTensor:
+        """[V'] every output column but the pad's: the teachers' and the verified score's distributions leave the
+        hole's end out (the base model never learnt it; the engine leaves it to the decoder's own argmax)."""
+        keep = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
+        keep[self.pad_row] = False
+        return keep
+
     def teacher_logits(self, batch, ro, head, rows: torch.LongTensor) -> torch.Tensor:
         """The base model's logits (the restricted head, float32, no gradient) at flat `rows` of the batch's clean
         canvases: its causal pass after the same cache view, run once per batch (kept in `batch.teacher`)."""
@@ -235,8 +243,7 @@ class Run:
         if not bool(sel.any()):
             return None
         base = self.teacher_logits(batch, ro, head, batch.rows[sel])
-        keep = torch.ones(base.shape[-1], dtype=torch.bool, device=base.device)
-        keep[self.pad_row] = False
+        keep = self.without_pad(base)
         targets = batch.targets[sel]
         targets = targets - (targets > self.pad_row).long()  # column index once the pad's column is left out
         base_lp = F.log_softmax(base[:, keep], dim=-1)
@@ -265,8 +272,7 @@ class Run:
             return None
         sel = right | front
         t_logits = self.teacher_logits(batch, ro, head, batch.rows[sel])
-        keep = torch.ones(t_logits.shape[-1], dtype=torch.bool, device=t_logits.device)
-        keep[self.pad_row] = False
+        keep = self.without_pad(t_logits)
         t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
         s_cond = F.log_softmax(logits[sel][:, keep], dim=-1)
         is_right = right[sel]
@@ -291,8 +297,7 @@ class Run:
         # the KL compares the two given that the hole goes on: the pad column is left out of both. The base model
         # never ends a hole (log p(pad) about -40 on code), so a KL over the whole row taught the decoder never to
         # end one either, on every frontier row, against the cross-entropy on the few rows that do end
-        keep = torch.ones(t_logits.shape[-1], dtype=torch.bool, device=t_logits.device)
-        keep[self.pad_row] = False
+        keep = self.without_pad(t_logits)
         s_cond = F.log_softmax(logits[front][:, keep], dim=-1)
         t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
         kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1).mean()
@@ -318,7 +323,7 @@ class Run:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1, ends = 0.0, 0, 0, [], [], []
-        teach: dict[str, list[float]] = {k: [] for k in TEACHER_STATS + POE_STATS + DRAFT_STATS}
+        teach: dict[str, list[float]] = {k: [] for k in LOGGED_STATS}
         for _ in range(self.opts.chunks_per_step):
             loss, info = self.chunk_loss()
             if loss is None:
@@ -388,7 +393,7 @@ class Run:
             acc["s1"] += info["slot1_loss"]
             acc["end"] += info["end_loss"]
             acc["n"] += 1
-            for k in TEACHER_STATS + POE_STATS + DRAFT_STATS:
+            for k in LOGGED_STATS:
                 if k in info:
                     teach.setdefault(k, []).append(info[k])
             if self.state["step"] % self.opts.log_every == 0:
