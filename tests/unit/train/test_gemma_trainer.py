@@ -11,6 +11,17 @@ import torch
 from dg_lsp.engine.gemma3.tiny import build_tiny
 
 
+def chunk_until(run, found, seeds=range(50)):
+    """`run.chunk_loss()` under successive torch seeds until `found(loss, info)`: a chunk may hold no hole, or none
+    of the rows a test checks (the files a run samples depend on where the venv lies). Returns the last (loss, info)."""
+    for seed in seeds:
+        torch.manual_seed(seed)
+        loss, info = run.chunk_loss()
+        if found(loss, info):
+            break
+    return loss, info
+
+
 def test_init_from_step_checkpoint_resume_export(tmp_path):
     from dg_lsp.engine import Engine
     from dg_lsp.train.gemma.export import export_dir
@@ -110,21 +121,14 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
                    ar_distill=1.0, ltr_noise=0.5)
     run = Run(opts)
     run.adapter.future_bias.data.fill_(-1e4)
-    for seed in range(50):  # a chunk can yield no hole, or no frontier row (the files depend on the venv's path)
-        torch.manual_seed(seed)
-        _, info = run.chunk_loss()
-        if "kl" in info:
-            break
+    # a chunk can yield no hole, or no frontier row (the files depend on the venv's path)
+    _, info = chunk_until(run, lambda loss, info: "kl" in info)
     assert info["kl"] < 1e-4, info
     assert abs(info["front"] - info["front_base"]) < 1e-3, info
     with torch.no_grad():
         for m in run.adapter.modules.values():
             m.lora_b.normal_(0, 0.5)
-    for seed in range(50):
-        torch.manual_seed(seed)
-        _, info = run.chunk_loss()
-        if "kl" in info:
-            break
+    _, info = chunk_until(run, lambda loss, info: "kl" in info)
     assert info["kl"] > 1e-3, info
     for _ in range(20):  # a step whose chunks happen to hold no frontier row has no KL to report: draw again
         out = run.step()
@@ -136,13 +140,9 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     # moving another column does
     seen = {}
     teacher = run.ar_teacher
-    run.ar_teacher = lambda *a: seen.setdefault("args", a) and teacher(*a)
-    for seed in range(1, 50):  # until a chunk yields holes with frontier rows (the teacher is called then)
-        torch.manual_seed(seed)
-        seen.clear()
-        _, info = run.chunk_loss()
-        if "kl" in info:
-            break
+    run.ar_teacher = lambda *a: seen.update(args=a) or teacher(*a)  # the last call's arguments
+    # until a chunk yields holes with frontier rows (the teacher is called then)
+    _, info = chunk_until(run, lambda loss, info: "kl" in info, seeds=range(1, 50))
     run.ar_teacher = teacher
     batch, ro, head, logits, loss = seen["args"]
     kl = teacher(batch, ro, head, logits, loss)[0].item()
@@ -198,12 +198,9 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
             m.lora_b.normal_(0, 0.5)
     seen = {}
     scorer = run.verified_score_loss
-    run.verified_score_loss = lambda *a: seen.setdefault("args", a) and scorer(*a)
-    for seed in range(50):  # a chunk can yield no hole: draw until one does
-        torch.manual_seed(seed)
-        _, info = run.chunk_loss()
-        if "poe" in info:
-            break
+    run.verified_score_loss = lambda *a: seen.update(args=a) or scorer(*a)  # the last call's arguments
+    # a chunk can yield no hole: draw until one does
+    _, info = chunk_until(run, lambda loss, info: "poe" in info)
     run.verified_score_loss = scorer
     assert abs(info["poe"] - info["poe_base"]) < 1e-4, info  # w = 0: the base model's cross-entropy
     assert info["poe_acc"] == info["poe_base_acc"], info
@@ -241,11 +238,7 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
     assert any(not torch.equal(b, p) for b, p in zip(before, run.adapter.parameters()))
     # random masking only: no canvas is left to right, nothing is scored
     run.opts.ltr_noise = 0.0
-    for seed in range(50):
-        torch.manual_seed(seed)
-        loss, info = run.chunk_loss()
-        if loss is not None:
-            break
+    loss, info = chunk_until(run, lambda loss, info: loss is not None)
     assert loss is not None and "poe" not in info
 
 
@@ -269,12 +262,9 @@ def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
             m.lora_b.normal_(0, 0.5)
     seen = {}
     drafter = run.draft_teacher
-    run.draft_teacher = lambda *a: seen.setdefault("args", a) and drafter(*a)
-    for seed in range(50):  # a chunk can yield no hole, or holes of one token: draw until one has slots to draft
-        torch.manual_seed(seed)
-        _, info = run.chunk_loss()
-        if "draft_kl" in info:
-            break
+    run.draft_teacher = lambda *a: seen.update(args=a) or drafter(*a)  # the last call's arguments
+    # a chunk can yield no hole, or holes of one token: draw until one has slots to draft
+    _, info = chunk_until(run, lambda loss, info: "draft_kl" in info)
     run.draft_teacher = drafter
     assert "draft_kl" in info and info["draft_kl"] > 1e-4, info
     batch, ro, head, logits = seen["args"]
@@ -301,16 +291,8 @@ def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
     assert math.isfinite(out["loss"]) and math.isfinite(out["draft_kl"]), out
     assert any(not torch.equal(b, p) for b, p in zip(before, run.adapter.parameters()))
     run.opts.draft_distill = 0.0  # off, and no other loss runs the base model: no figures
-    for seed in range(50):
-        torch.manual_seed(seed)
-        loss, info = run.chunk_loss()
-        if loss is not None:
-            break
+    loss, info = chunk_until(run, lambda loss, info: loss is not None)
     assert loss is not None and "draft_kl" not in info
     run.opts.poe = 1.0  # --poe runs the base model's pass: the figures come with it, whatever the order
-    for seed in range(50):
-        torch.manual_seed(seed)
-        _, info = run.chunk_loss()
-        if "draft_kl" in info:
-            break
+    _, info = chunk_until(run, lambda loss, info: "draft_kl" in info)
     assert "draft_kl" in info and "poe" in info
