@@ -19,9 +19,8 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     """The text starts after the prefix's healing tail, and stops at the end of its line."""
     runner, tokenizer = life.runner, life.tokenizer
     t0 = time.perf_counter()
-    tail = healing.healing_tail(prefix) if heal else ""
-    prompt = build_prompt(life.tokenize(prefix[:len(prefix) - len(tail)]), life.prompt_budget(max_prompt_tokens),
-                          life.bos_id)
+    prefix_ids, tail = life.heal_prefix(prefix, heal)
+    prompt = build_prompt(prefix_ids, life.prompt_budget(max_prompt_tokens), life.bos_id)
     t_tok = ms(t0)
     t1 = time.perf_counter()
     cache, hidden = runner.encode(prompt)
@@ -29,10 +28,10 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     t2 = time.perf_counter()
     out: list[int] = []
     text = ""
-    # a line break's tail is written as tokens of its own; a healed space goes inside the first token
+    # a line break's tail is written as tokens of its own; a healed space or word goes inside the first token
     for _ in range(max_new_tokens + (0 if healing.constrained(tail) else len(life.tokenize(tail)))):
         logits = runner.lm_logits(hidden[:, -1:])
-        if tail and not out:  # the first token starts with the healed space or a line break, as in infill
+        if tail and not out:  # the first token starts with the healed space, word or a line break, as in infill
             first = life.first_columns(tail, range(logits.shape[-1]))  # the AR head's columns are token ids
             logits = logits.masked_fill(~first.to(logits.device), float("-inf"))
         nxt = int(logits.argmax(dim=-1))

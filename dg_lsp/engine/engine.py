@@ -45,7 +45,6 @@ class Engine:
     # token healing, pure string rules (engine/healing.py)
     healing_tail = staticmethod(healing.healing_tail)
     split_suffix = staticmethod(healing.split_suffix)
-    hole_text = staticmethod(healing.hole_text)
     unheal = staticmethod(healing.unheal)
 
     def __init__(self, loaded: LoadedModel):
@@ -109,6 +108,13 @@ class Engine:
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
         return self.lifecycle.prepare(request)
+
+    def hole_text(self, prefix: str, middle: str, suffix: str, heal: bool = True) -> str:
+        """What the pad-fill hole must hold for the answer `middle` (the oracle-length baseline, the probe): the
+        healing tail this engine takes off the prefix (a word's depends on its vocabulary), the answer, and the part
+        of the next line's indentation the pinned suffix head leaves out."""
+        tail = self.lifecycle.heal_prefix(prefix, heal)[1]
+        return tail + middle + healing.split_suffix(suffix, tail)[0]
 
     def prompt_budget(self, asked: int) -> int:
         return self.lifecycle.prompt_budget(asked)

@@ -11,6 +11,13 @@ BPE also writes a word's leading space inside the word's token (" b"), so a prom
 before it). One space after a non-blank is healed too: the prompt stops before it, and the hole's first
 token is kept to tokens whose text starts with a space, or the pad or end token (nothing to insert)
 (`constrained`; the engine bans every other logit column there), so the answer fits the cursor.
+
+A cursor inside a word splits it as no training text does: `self.set_defaul` ends in "def" + "aul" where the
+whole word is one token "default", and after that split the model mostly writes nothing. So a prefix that ends in
+a word also backs off that word's last tokens (`word_backoffs`: at the prefix's own token boundaries, back to the
+word's start at most) and the hole's first token must start with their text ("default" after "set_"). Which
+back-off is taken depends on the vocabulary (the engine's `InfillLifecycle.heal_prefix`: the longest one some
+token can write), so it is not a string rule of `healing_tail`, which also shapes the training data.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ import re
 _HEALING_TAIL = re.compile(r"\n+[ \t]*\Z")
 _SPACE_TAIL = re.compile(r"(?<=[^\s]) \Z")
 _TRAILING_BLANKS = re.compile(r"[ \t]+\Z")
+_WORD_END = re.compile(r"\w\Z")
+_WORD_PIECE = re.compile(r" ?\w+")
+MAX_WORD_TOKENS = 4  # the most prefix tokens a word tail backs off
 
 
 def healing_tail(prefix: str) -> str:
@@ -32,9 +42,30 @@ def healing_tail(prefix: str) -> str:
     return m.group(0) if m else ""
 
 
+def ends_in_word(prefix: str) -> bool:
+    """Whether the prefix ends in a letter, digit or underscore (the cursor inside or right after a word)."""
+    return bool(_WORD_END.search(prefix))
+
+
+def word_backoffs(pieces: list[str]) -> list[int]:
+    """How many of a prefix's last tokens (their texts `pieces`, in order) a word tail may back off, longest
+    first: runs of word pieces that end the prefix, up to the piece that starts the word (one with a leading
+    space, or one after a piece that is not a word piece: "    " + "self" stops at "self"), never all of them."""
+    counts = []
+    for k in range(1, min(len(pieces) - 1, MAX_WORD_TOKENS) + 1):
+        piece = pieces[-k]
+        if not _WORD_PIECE.fullmatch(piece):
+            break
+        counts.append(k)
+        if piece.startswith(" "):
+            break
+    return counts[::-1]
+
+
 def constrained(heal: str) -> bool:
     """Whether the hole's first token must start with the tail (a trailing space: BPE writes a word's leading
-    space inside the word's token, so the model writes " b" where the prompt stopped before the space). A line
+    space inside the word's token, so the model writes " b" where the prompt stopped before the space; a word's
+    backed-off tokens: the model writes the whole word's token, "default" where the prompt stopped at "set_"). A line
     break's tail is left to the model (`unheal` checks it): its tokens split the indentation many ways."""
     return bool(heal) and "\n" not in heal
 
@@ -53,7 +84,8 @@ def split_suffix(suffix: str, heal: str) -> tuple[str, str]:
 
 
 def hole_text(prefix: str, middle: str, suffix: str, heal: bool = True) -> str:
-    """What the pad-fill hole must hold for the answer `middle` (the oracle-length baseline, the probe)."""
+    """What the pad-fill hole must hold for the answer `middle` by the string rules (the training data; the
+    engine's `Engine.hole_text` also heals a word, which depends on the vocabulary)."""
     tail = healing_tail(prefix) if heal else ""
     return tail + middle + split_suffix(suffix, tail)[0]
 

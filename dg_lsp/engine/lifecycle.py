@@ -8,6 +8,7 @@ cross-document batch (engine/batch.py):
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -120,8 +121,7 @@ class InfillLifecycle:
 
     def prepare(self, request: InfillRequest) -> tuple[list[int], InfillCanvas, str]:
         """The encoder prompt, the canvas, and the healing tail taken off the prefix."""
-        heal = healing.healing_tail(request.prefix) if request.heal else ""
-        prefix_ids = self.tokenize(request.prefix[:len(request.prefix) - len(heal)])
+        prefix_ids, heal = self.heal_prefix(request.prefix, request.heal)
         suffix = healing.split_suffix(request.suffix, heal)[1]
         suffix_ids = self.tokenize(suffix) if request.use_suffix else []
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
@@ -144,6 +144,46 @@ class InfillLifecycle:
             if request.block_indent is not None and not request.line_only:
                 canvas.block_end = BlockEnd(self.column_texts(), heal, int(request.block_indent), request.block_lines)
         return canvas.prompt_ids, canvas, heal
+
+    def heal_prefix(self, prefix: str, heal: bool = True) -> tuple[list[int], str]:
+        """The prefix's tokens that the prompt keeps, and the healing tail the hole writes back (engine/healing.py):
+        the line break and indentation or the space the prefix ends with, else the end of the word the cursor is
+        in, backed off at the prefix's own token boundaries: the longest back-off whose text some token of the
+        decoder's columns starts with. A prefix whose word no token can write keeps its tokens (no tail)."""
+        tail = healing.healing_tail(prefix) if heal else ""
+        if tail or not heal or not healing.ends_in_word(prefix):
+            return self.tokenize(prefix[:len(prefix) - len(tail)]), tail
+        ids = self.tokenize(prefix)
+        pieces = self.piece_texts(ids[-(healing.MAX_WORD_TOKENS + 1):])
+        for k in healing.word_backoffs(pieces):
+            word = "".join(pieces[-k:])
+            if prefix.endswith(word) and self.starting_with(word).any():
+                return ids[:-k], word
+        return ids, ""
+
+    def piece_texts(self, ids: list[int]) -> list[str]:
+        """Each token's own text (as `column_texts` reads it), not cached: any ids."""
+        pieces = self.tokenizer.convert_ids_to_tokens(list(ids))
+        return [self.tokenizer.convert_tokens_to_string([p]) if p is not None else "" for p in pieces]
+
+    def starting_with(self, text: str, ids=None) -> torch.BoolTensor:
+        """[len(ids)] whether each token's own text starts with `text`; `ids` default to the decoder's logit columns.
+        A binary search in the texts sorted once per set of ids, so a new word costs no pass over the vocabulary
+        and nothing is kept per word."""
+        ids = self._column_ids() if ids is None else ids
+        key = ("sorted", len(ids), ids[-1] if len(ids) else None)
+        index = self._token_texts.get(key)
+        if index is None:
+            texts = self.column_texts(ids)
+            order = sorted((i for i, t in enumerate(texts) if t), key=lambda i: texts[i])
+            index = ([texts[i] for i in order], torch.tensor(order, dtype=torch.long))
+            self._token_texts[key] = index
+        sorted_texts, order = index
+        lo = bisect.bisect_left(sorted_texts, text)
+        hi = bisect.bisect_left(sorted_texts, text + "\U0010ffff", lo)
+        mask = torch.zeros(len(ids), dtype=torch.bool)
+        mask[order[lo:hi]] = True
+        return mask
 
     def pad_columns(self) -> torch.BoolTensor:
         """[V] the decoder's logit columns that hold the pad (where the runner ends a hole). Computed once."""
@@ -168,21 +208,24 @@ class InfillLifecycle:
         return cached
 
     def first_columns(self, heal: str, ids=None) -> torch.BoolTensor:
-        """Which of `ids` (default: the decoder's logit columns) a healing tail's first token may be. A healed space:
-        tokens that start with it, and the pad and end tokens (the hole may end at once: nothing to insert). A line
+        """Which of `ids` (default: the decoder's logit columns) a healing tail's first token may be. A healed space or
+        word: tokens that start with it, and after a space also the pad and end tokens (the hole may end at once:
+        nothing to insert). A line
         break's tail: tokens that start a line (an end or a bare indentation there never fits the tail), or every
         column where the vocabulary has none."""
         ids = self._column_ids() if ids is None else ids
         if not healing.constrained(heal):
             starts = self.token_texts("\n", "start", ids)
             return starts if bool(starts.any()) else torch.ones_like(starts)
-        key = (heal, "first", len(ids), ids[-1] if len(ids) else None)
-        cached = self._token_texts.get(key)
-        if cached is None:
-            ends = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
-            cached = self.token_texts(heal, "start", ids) | torch.isin(torch.as_tensor(list(ids)), ends)
-            self._token_texts[key] = cached
-        return cached
+        key = ("ends", len(ids), ids[-1] if len(ids) else None)
+        ends = self._token_texts.get(key)
+        if ends is None:
+            special = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
+            ends = self._token_texts[key] = torch.isin(torch.as_tensor(list(ids)), special)
+        starts = self.starting_with(heal, ids)
+        # a word's hole always starts with the word's token (as in training, where a hole after a complete word
+        # starts with the next token): an end there would leave the cursor's word unwritten
+        return starts | ends if heal.isspace() else starts
 
     def _column_ids(self):
         ids = self.runner.output_ids

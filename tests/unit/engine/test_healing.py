@@ -1,7 +1,9 @@
-"""Token healing: a prefix that ends at a line break (and indentation), or in one space after a word, leaves
-that tail to the model."""
+"""Token healing: a prefix that ends at a line break (and indentation), in one space after a word, or inside a
+word, leaves that tail to the model."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -79,8 +81,8 @@ def test_a_line_break_tail_keeps_the_first_hole_token_to_tokens_that_start_a_lin
     assert allowed and tiny_engine.pad_id not in allowed
     assert all(tok.decode([t]).startswith("\n") for t in allowed)
     assert not any(tok.decode([t]).startswith("\n") for t in set(ids) - allowed)  # every such token is allowed
-    _, spaced, _ = tiny_engine.prepare(InfillRequest(prefix="x = 1", suffix="", length_strategy="pad"))
-    assert spaced.first_columns is None  # no tail: nothing constrained
+    _, spaced, _ = tiny_engine.prepare(InfillRequest(prefix="x = [1]", suffix="", length_strategy="pad"))
+    assert spaced.first_columns is None  # no tail (no word either): nothing constrained
     res = tiny_engine.infill(InfillRequest(prefix="x = 1\n\n", suffix="", length_strategy="pad",
                                            params=DenoiseParams(max_steps=4)))
     assert res.heal_mismatch is False
@@ -153,3 +155,54 @@ def test_a_prefix_ending_in_a_space_gets_an_answer_whose_first_token_starts_with
     assert tiny_engine.stats["healMismatches"] == before
     ar = tiny_engine.autoregressive(req.prefix, max_new_tokens=6)
     assert ar.generated_tokens >= 1 and tiny_engine.stats["healMismatches"] == before
+
+
+@pytest.mark.parametrize("pieces,counts", [
+    (["    ", "self", ".", "set", "_", "def", "aul"], [4, 3, 2, 1]),  # back to the word's start at most, 4 tokens
+    ([".", "set", "_", "def", "aul"], [4, 3, 2, 1]),
+    (["x", " =", " get", "att", "ribut"], [3, 2, 1]),  # " get" starts the word: no further
+    (["    ", "return", " fo"], [1]),
+    (["    ", "self"], [1]),
+    (["value"], []),  # never the whole prefix: the prompt keeps a token
+    (["x", "("], []),
+    (["x", " =", " 1"], [1]),
+])
+def test_a_word_tail_backs_off_word_pieces_to_the_words_start(pieces, counts):
+    assert healing.word_backoffs(pieces) == counts
+
+
+def test_a_prefix_inside_a_word_backs_off_its_last_tokens_and_the_first_slot_writes_them(tiny_engine):
+    """The prompt stops at one of the prefix's own token boundaries inside the word, the tail is the text after it,
+    and the first hole slot may only take tokens that start with that text (or end the hole), so the random tiny
+    model, which would write anything there, always fits the cursor."""
+    life, tok = tiny_engine.lifecycle, tiny_engine.tokenizer
+    for prefix in ("self.set_defaul", "    return fo", "x = foo.ba", "x = 1"):
+        req = InfillRequest(prefix=prefix, suffix=")\n", length_strategy="pad")
+        prompt, canvas, heal = tiny_engine.prepare(req)
+        ids = life.tokenize(prefix)
+        assert heal and prefix.endswith(heal) and healing.constrained(heal)
+        assert prompt == [tiny_engine.bos_id] + ids[:len(prompt) - 1] and len(prompt) - 1 < len(ids)
+        assert "".join(life.piece_texts(ids[len(prompt) - 1:])) == heal  # whole tokens of the prefix, backed off
+        columns = tiny_engine.runner.ids_of(torch.nonzero(canvas.first_columns).squeeze(-1)).tolist()
+        assert columns and all(tok.decode([i]).startswith(heal) for i in columns)  # no end: the word is written
+        before = tiny_engine.stats["healMismatches"]
+        res = tiny_engine.infill(dataclasses.replace(req, params=DenoiseParams(max_steps=4)))
+        assert not res.heal_mismatch
+        ar = tiny_engine.autoregressive(prefix, max_new_tokens=6)
+        assert tiny_engine.stats["healMismatches"] == before  # neither wrote something else than the tail
+        assert "\n" not in ar.text.rstrip("\n")
+
+
+def test_a_word_no_token_can_write_keeps_the_prefix_whole(tiny_engine, monkeypatch):
+    life = tiny_engine.lifecycle
+    monkeypatch.setattr(life, "starting_with", lambda text, ids=None: torch.zeros(1, dtype=torch.bool))
+    assert life.heal_prefix("self.set_defaul") == (life.tokenize("self.set_defaul"), "")
+    assert life.heal_prefix("self.set_defaul", heal=False) == (life.tokenize("self.set_defaul"), "")
+
+
+def test_starting_with_finds_exactly_the_tokens_that_start_with_a_text(tiny_engine):
+    life = tiny_engine.lifecycle
+    for text in (" ", "de", "a", "\n", "zzzz-no-such-token"):
+        assert torch.equal(life.starting_with(text), life.token_texts(text, "start"))
+    full = range(tiny_engine.runner.vocab_size)  # the AR head's columns are token ids
+    assert torch.equal(life.starting_with("s", full), life.token_texts("s", "start", full))
