@@ -207,15 +207,16 @@ def is_whole_line_hole(prefix: str, suffix: str) -> bool:
 
 
 def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_line: bool = False,
-           single_line: bool = False, max_lines: int = 8, reach_cut: bool = True) -> str:
+           single_line: bool = False, rest_of_line: bool = False, max_lines: int = 8, reach_cut: bool = True) -> str:
     """The shown text for a raw fill between `prefix` (the document before the hole, or its window)
     and `suffix`. `mid_line`: the cursor's line has text after it; `single_line`: at most one line;
+    `rest_of_line`: one line if the text writes any on the cursor's line (the cursor ends a line of code);
     `reach_cut`: end before a line that cannot run (not for a selection, which is never cut)."""
     text = strip_control(text)
     text = trim_suffix_overlap(text, suffix)
     # a whole-line hole keeps its line break: the text after the cursor moves to the next line
     whole_line = is_whole_line_hole(prefix, suffix)
-    if single_line or mid_line:
+    if single_line or mid_line or (rest_of_line and text.partition("\n")[0].strip()):
         head, newline, _ = text.partition("\n")
         new_line = whole_line and bool(newline) and bool(head.strip())
         text = head
@@ -231,16 +232,27 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     return text
 
 
+def rest_of_line(ctx) -> bool:
+    """Whether the cursor ends a line that has code before it (and nothing after it). There an answer that writes
+    text on the cursor's line is shown up to that line's end: the statement being written is finished on its
+    line, and the lines after it are the document's own (a guess at more lines pushes them down, often repeating
+    them: after `for agent in sel` the held-out line-rest holes got a made-up loop body above the real one). An
+    answer that starts a new line (the line was done: `pass` then "\n    x = 1") keeps the cursor's block."""
+    return not ctx.mid_line and bool(ctx.line_prefix.strip())
+
+
 def shown_end(ctx, selection: bool, max_lines: int) -> dict:
     """Where `finish` ends the shown text of a request at `ctx` (a CodeContext), as InfillRequest fields, so a
     left-to-right fill can stop once it has written that far: one line where the cursor's line has text after it
     (`line_only`); else the cursor's block and at most `max_lines` lines (`block_indent`, `block_lines`: the
-    dedent and line-count rules of `cut_to_block`). A selection is never cut: nothing."""
+    dedent and line-count rules of `cut_to_block`), and after code on the cursor's line, the end of that line
+    where the answer writes text on it (`rest_of_line`). A selection is never cut: nothing."""
     if selection:
         return {}
     if ctx.mid_line:
         return {"line_only": True}
-    return {"block_indent": len(ctx.indent), "block_lines": max_lines}
+    ends = {"block_indent": len(ctx.indent), "block_lines": max_lines}
+    return {**ends, "rest_of_line": True} if rest_of_line(ctx) else ends
 
 
 # -- the syntax gate and the one path -----------------------------------------------------------------------
@@ -365,8 +377,8 @@ def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:
     return scope_prefix, scope_suffix
 
 
-def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, automatic: bool,
-                      selection: bool, max_lines: int) -> str:
+def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, selection: bool,
+                      max_lines: int) -> str:
     """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
     (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
     window, indentation, language, whether the cursor's line has text after it)."""
@@ -375,7 +387,7 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
     text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
                   mid_line=ctx.mid_line and not selection,
-                  single_line=automatic and ctx.mid_line and not selection,
+                  rest_of_line=rest_of_line(ctx) and not selection,
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection)
     if selection:
         return text

@@ -114,7 +114,7 @@ class CompletionService:
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
         """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark)."""
         return finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
-                                 automatic=p.req.automatic, selection=p.req.is_selection,
+                                 selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)
 
     # -- the request path -----------------------------------------------------------------------

@@ -18,21 +18,28 @@ class BlockEnd:
     """The block rule of one request. `texts[c]`: the text of logit column c, None for the pad, end and other
     special tokens (the hole ends there: `ends` and `answer_settled` handle that); `heal`: the healing tail the
     hole writes back before the answer; `indent`: the block's indentation in characters; `max_lines`: the most
-    lines shown (None: no limit)."""
+    lines shown (None: no limit); `rest_of_line`: an answer with text before its first line break is shown up to
+    it (the cursor ends a line of code)."""
 
     texts: tuple[str | None, ...]
     heal: str
     indent: int
     max_lines: int | None = None
+    rest_of_line: bool = False
+
+    def end_slot(self, pieces: list[str | None]) -> int | None:
+        """`block_end_slot` under this rule."""
+        return block_end_slot(pieces, self.heal, self.indent, self.max_lines, self.rest_of_line)
 
 
-def block_end_slot(pieces: list[str | None], heal: str, indent: int, max_lines: int | None) -> int | None:
+def block_end_slot(pieces: list[str | None], heal: str, indent: int, max_lines: int | None,
+                   rest_of_line: bool = False) -> int | None:
     """The index of the first piece after which the shown text is decided by the block rule, or None.
 
     `pieces` are the texts of a hole's leading tokens in order. The answer is their text after `heal` (a text
     that does not start with the tail is left alone: `healing.unheal` decides it). The end is decided by the
-    first non-blank character of a later line indented less than `indent` (that line is not shown), or by the
-    line break that ends the `max_lines`-th line."""
+    first non-blank character of a later line indented less than `indent` (that line is not shown), by the
+    line break that ends the `max_lines`-th line, or, under `rest_of_line`, by a first line break after text."""
     text = ""
     for k, piece in enumerate(pieces):
         if piece is None:
@@ -44,13 +51,15 @@ def block_end_slot(pieces: list[str | None], heal: str, indent: int, max_lines: 
             continue
         if not text.startswith(heal):
             return None
-        if _decided(text[len(heal):], indent, max_lines):
+        if _decided(text[len(heal):], indent, max_lines, rest_of_line):
             return k
     return None
 
 
-def _decided(answer: str, indent: int, max_lines: int | None) -> bool:
+def _decided(answer: str, indent: int, max_lines: int | None, rest_of_line: bool = False) -> bool:
     lines = answer.split("\n")
+    if rest_of_line and len(lines) > 1 and lines[0].strip():
+        return True
     if max_lines is not None and len(lines) > max_lines:
         return True
     for line in lines[1:]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from . import sampler
-from .block_end import BlockEnd, block_end_slot
+from .block_end import BlockEnd
 from .canvas import BANNED, InfillCanvas
 from .runner import ModelRunner
 from .types import DenoiseParams
@@ -151,7 +151,7 @@ class DenoiseLoop:
             if not run:
                 continue
             pieces = [block_end.texts[c] for c in columns[row, run].tolist()]
-            k = block_end_slot(pieces, block_end.heal, block_end.indent, block_end.max_lines)
+            k = block_end.end_slot(pieces)
             if k is not None and bool(same[row, run[:k + 1]].all()):
                 done[row] = True
         return done
@@ -362,7 +362,7 @@ class DenoiseLoop:
             return False
         columns = self.runner.columns_of(row[run]).tolist()
         pieces = [block_end.texts[c] for c in columns]
-        return block_end_slot(pieces, block_end.heal, block_end.indent, block_end.max_lines) is not None
+        return block_end.end_slot(pieces) is not None
 
 
 def _interrupted(cancel: threading.Event | None, deadline: float | None, steps: int) -> tuple[bool, bool]:

@@ -142,7 +142,8 @@ class InfillLifecycle:
                 pads = self.pad_columns()
                 canvas.ends = pads if canvas.ends is None else canvas.ends | pads
             if request.block_indent is not None and not request.line_only:
-                canvas.block_end = BlockEnd(self.column_texts(), heal, int(request.block_indent), request.block_lines)
+                canvas.block_end = BlockEnd(self.column_texts(), heal, int(request.block_indent), request.block_lines,
+                                            request.rest_of_line)
         return canvas.prompt_ids, canvas, heal
 
     def heal_prefix(self, prefix: str, heal: bool = True) -> tuple[list[int], str]:

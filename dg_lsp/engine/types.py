@@ -66,6 +66,9 @@ class InfillRequest:
     # None: no such stop (a line_only request has its own)
     block_indent: int | None = None
     block_lines: int | None = None
+    # with block_indent: the cursor ends a line of code, and an answer that writes text on that line is shown up to
+    # its end (postprocess.rest_of_line): the fill also stops at the first line break after text
+    rest_of_line: bool = False
 
 
 @dataclass

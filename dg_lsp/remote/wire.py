@@ -48,6 +48,7 @@ _REQUEST_FIELDS = {
     "line_only": ((bool,), None),
     "block_indent": ((int, type(None)), (0, 4096)),
     "block_lines": ((int, type(None)), (1, 100_000)),
+    "rest_of_line": ((bool,), None),
 }
 _PARAM_FIELDS = {
     "max_steps": ((int,), (1, 1024)),

@@ -36,7 +36,8 @@ ANSWERS = [
     # the README's post-processing rules, one document each (RULES below)
     ["r1 = ", "len\n    more(b)"],
     ["r2 = ", "a\n    r3 = r2\nprint(r3)\n"],
-    ["r4 = ", "a + 1\n    return r4"],
+    ["b2 = a", "\n    r3 = b2\nprint(r3)\n"],
+    ["r4 = a + 1", "\n    y4 = 2\n    return r4"],
     ["z5 = g(a", "b)"],
     ["u6 = ", "1\n    \n  \n"],
     ["v7 = ", "  2"],
@@ -45,15 +46,16 @@ ANSWERS = [
     ["p8 = ", "x + ("],
     ["def h8():\n", "\n    k8 = = 1\n   "],
     ["fw_a = ", "10\n\nfw_c(1)"],
-    ["        t10 = ", "1\n        return t10\n        return t10\n        t10 += 1"],
+    ["        t10 = 1", "\n        return t10\n        return t10\n        t10 += 1"],
     # a whole line that opens a block with no body under it, where the hole is an empty block's body
     ["        if e9:\n", "\n            if e9 > 1:\n   "],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
     "one_line": ("def d1(a):\n    r1 = (a)\n    return r1\n", 1, 9),
-    "block": ("def b2():\n    r2 = \nprint(b2())\n", 1, 9),
-    "repeats_suffix": ("def d4(a):\n    r4 = \n    return r4\n", 1, 9),
+    "rest_of_line": ("def b2():\n    r2 = \nprint(b2())\n", 1, 9),
+    "block": ("def b2():\n    b2 = a\nprint(b2())\n", 1, 10),
+    "repeats_suffix": ("def d4(a):\n    r4 = a + 1\n    return r4\n", 1, 14),
     "closer": ("z5 = g(a)\n", 0, 8),
     "blank_lines": ("def d6():\n    u6 = \n    return u6\n", 1, 9),
     "prefix_join": ("v7 = \n", 0, 5),
@@ -61,7 +63,7 @@ RULES = {
     "leading_lines": ("def d8(a):\n    m8 = \n    return m8\n", 1, 9),
     "clean_start": ("p8 = \n", 0, 5),
     "whole_line": ("def h8():\n    return 0\n", 1, 0),
-    "unreachable": ("def d10(a):\n    if a:\n        t10 = \n    return 0\n", 2, 14),
+    "unreachable": ("def d10(a):\n    if a:\n        t10 = 1\n    return 0\n", 2, 15),
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
@@ -165,7 +167,8 @@ async def test_a_lone_carriage_return_never_reaches_the_insert_text(client):
     items = await _items(client, uri, 4, len("q = "))
     assert len(items) == 1
     assert "\r" not in items[0].insert_text
-    assert lsp_lines(_apply(Q_SOURCE, items[0]))[4:] == ["q = compute(1)  # one", "print(q)"]
+    # the \r ends the line: the rest of the cursor's line of code is what is shown
+    assert lsp_lines(_apply(Q_SOURCE, items[0]))[4:] == ["q = compute(1)  # one"]
 
 
 @pytest.mark.parametrize("automatic", [False, True])
@@ -198,26 +201,33 @@ async def test_a_cursor_with_text_after_it_gets_one_line(client, automatic):
     assert lsp_lines(after)[1] == "    r1 = len(a)"
 
 
+async def test_code_before_the_cursor_gets_the_rest_of_its_line(client):
+    items, after = await _rule(client, "rest_of_line")
+    assert [i.insert_text for i in items] == ["a"]
+    assert lsp_lines(after) == ["def b2():", "    r2 = a", "print(b2())"]
+
+
 async def test_a_block_is_cut_where_it_dedents_out_of_the_cursors_block(client):
+    """After a line that is done, the answer starts a new line: the cursor's block, up to where it dedents."""
     items, after = await _rule(client, "block")
-    assert [i.insert_text for i in items] == ["a\n    r3 = r2"]
-    assert lsp_lines(after) == ["def b2():", "    r2 = a", "    r3 = r2", "print(b2())"]
+    assert [i.insert_text for i in items] == ["\n    r3 = b2"]
+    assert lsp_lines(after) == ["def b2():", "    b2 = a", "    r3 = b2", "print(b2())"]
 
 
 async def test_text_that_repeats_the_suffix_is_dropped_and_suffix_tokens_bounds_what_counts(client):
     """The `suffixTokens` setting over the protocol: the suffix window the server compares with is that long. With
     the default the repeated `return r4` is dropped; with 0 the server sees no suffix, and keeps it."""
     items, after = await _rule(client, "repeats_suffix")
-    assert [i.insert_text for i in items] == ["a + 1"]
-    assert lsp_lines(after)[1:3] == ["    r4 = a + 1", "    return r4"]
+    assert [i.insert_text for i in items] == ["\n    y4 = 2"]
+    assert lsp_lines(after)[1:4] == ["    r4 = a + 1", "    y4 = 2", "    return r4"]
     try:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"dgLsp": {"suffixTokens": 0}}))
         status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
         assert status["settings"]["suffixTokens"] == 0
         items, after = await _rule(client, "repeats_suffix", automatic=True)
-        assert [i.insert_text for i in items] == ["a + 1\n    return r4"]
-        assert lsp_lines(after)[1:4] == ["    r4 = a + 1", "    return r4", "    return r4"]
+        assert [i.insert_text for i in items] == ["\n    y4 = 2\n    return r4"]
+        assert lsp_lines(after)[1:5] == ["    r4 = a + 1", "    y4 = 2", "    return r4", "    return r4"]
     finally:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"dgLsp": {"suffixTokens": 256}}))
@@ -247,7 +257,7 @@ async def test_no_double_blank_where_the_text_meets_the_prefix_or_the_suffix(cli
 async def test_a_block_is_cut_where_its_lines_can_no_longer_run(client):
     """The model's repeated `return`: nothing after the first runs (the document compiles either way)."""
     items, after = await _rule(client, "unreachable")
-    assert [i.insert_text for i in items] == ["1\n        return t10"]
+    assert [i.insert_text for i in items] == ["\n        return t10"]
     assert lsp_lines(after)[2:5] == ["        t10 = 1", "        return t10", "    return 0"]
 
 

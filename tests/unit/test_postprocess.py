@@ -7,11 +7,11 @@ from dg_lsp.context import extract_context
 from dg_lsp.engine.healing import unheal
 
 
-def shown(doc: str, line: int, column: int, raw: str, automatic: bool = False) -> str:
+def shown(doc: str, line: int, column: int, raw: str) -> str:
     """What the server shows for the engine answer `raw` at (line, column) of `doc` (its production path)."""
     ctx = extract_context(doc, "python", line, column)
     offset = sum(len(x) + 1 for x in doc.split("\n")[:line]) + column
-    return finish_suggestion(raw, [], doc[:offset], ctx, automatic=automatic, selection=False, max_lines=8)
+    return finish_suggestion(raw, [], doc[:offset], ctx, selection=False, max_lines=8)
 
 
 def accept(doc: str, line: int, column: int, text: str) -> str:
@@ -65,10 +65,9 @@ DOC = "def add(xs):\n    total = 0\n    for x in xs:\n        total += x\n    re
 def test_whole_line_hole_keeps_its_newline_on_the_production_path():
     # issue 14.1: the cursor at column 0 before "    return total" (mid_line is true there); the engine's answer
     # (after unheal) is a whole line. It used to lose its newline: "    total += 1    return total".
-    for automatic in (False, True):
-        text = shown(DOC, 4, 0, "    total += 1\n", automatic)
-        assert text == "    total += 1\n"
-        assert accept(DOC, 4, 0, text).split("\n")[4:6] == ["    total += 1", "    return total"]
+    text = shown(DOC, 4, 0, "    total += 1\n")
+    assert text == "    total += 1\n"
+    assert accept(DOC, 4, 0, text).split("\n")[4:6] == ["    total += 1", "    return total"]
 
 
 def test_whole_line_hole_in_the_indentation_keeps_the_next_texts_column():
@@ -130,5 +129,30 @@ def test_the_production_path_cuts_unreachable_lines_but_never_a_selection_fill()
     doc = "def f(a):\n    \n"
     ctx = extract_context(doc, "python", 1, 4)
     raw = "return a\n    return a\n    x = 1"
-    assert finish_suggestion(raw, [], doc[:14], ctx, automatic=False, selection=False, max_lines=8) == "return a"
-    assert finish_suggestion(raw, [], doc[:14], ctx, automatic=False, selection=True, max_lines=8) == raw
+    assert finish_suggestion(raw, [], doc[:14], ctx, selection=False, max_lines=8) == "return a"
+    assert finish_suggestion(raw, [], doc[:14], ctx, selection=True, max_lines=8) == raw
+
+
+def test_code_before_the_cursor_at_a_line_end_shows_the_rest_of_that_line_only():
+    """The statement being written is finished on its line: the lines after it are the document's own."""
+    doc = "def f(agents, ua):\n    for agent in sel\n        if agent == '*':\n            return True\n"
+    raw = "f.agents:\n        if agent.startswith(ua):\n            return True"
+    assert shown(doc, 1, len("    for agent in sel"), raw) == "f.agents:"
+    # an answer that starts a new line (the cursor's line was done) keeps the cursor's block
+    done = "def f(xs):\n    for x in xs:\n    return 1\n"
+    assert shown(done, 1, len("    for x in xs:"), "\n        print(x)\n        y = x") == "\n        print(x)\n        y = x"
+    # a blank line still gets the cursor's block
+    blank = "def f(xs):\n    total = 0\n    \n    return total\n"
+    assert shown(blank, 2, 4, "for x in xs:\n        total += x") == "for x in xs:\n        total += x"
+
+
+def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends():
+    from dg_lsp.completion.postprocess import shown_end
+
+    for doc, line, col, expected in [("x = foo(a)\n", 0, 5, {"line_only": True}),
+                                     ("    for agent in sel\n", 0, 20, {"block_indent": 4, "block_lines": 8,
+                                                                        "rest_of_line": True}),
+                                     ("def f():\n    \n", 1, 4, {"block_indent": 4, "block_lines": 8})]:
+        ctx = extract_context(doc, "python", line, col)
+        assert shown_end(ctx, False, 8) == expected
+        assert shown_end(ctx, True, 8) == {}

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                                         max_prompt_tokens=settings.prefix_tokens, reuse_prefix=False,
                                         params=DenoiseParams(max_steps=args.max_steps, temperature=0.0))
                 result = engine.infill(request)
-                shown = finish_suggestion(result.text, result.candidates, ctx.prefix, ctx, automatic=True,
+                shown = finish_suggestion(result.text, result.candidates, ctx.prefix, ctx,
                                           selection=False, max_lines=settings.max_lines)
                 fills[line_only] = (result.steps, result.timings_ms["total"], shown)
             rows.append({"line": line + 1, "col": col + 1, "slots": slots,

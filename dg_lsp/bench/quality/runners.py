@@ -180,7 +180,7 @@ class EngineRunner:
         from dg_lsp.completion.postprocess import finish_suggestion
 
         view = self.view(task)
-        return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx, automatic=False,
+        return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx,
                                  selection=False, max_lines=SERVER_DEFAULTS.max_lines)
 
     def peak_memory(self) -> dict:

@@ -52,9 +52,9 @@ def test_production_path_gates_an_invoked_suggestion():
     doc_prefix = "def total(xs):\n    acc = 0\n    for x in xs:\n        acc += "
     doc_suffix = "\n    return acc\n"
     ctx = extract_context(doc_prefix + doc_suffix, "python", 3, len("        acc += "))
-    show = finish_suggestion("x", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
-    cut = finish_suggestion("x + (", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
-    hide = finish_suggestion("+ (", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    show = finish_suggestion("x", [], doc_prefix, ctx, selection=False, max_lines=8)
+    cut = finish_suggestion("x + (", [], doc_prefix, ctx, selection=False, max_lines=8)
+    hide = finish_suggestion("+ (", [], doc_prefix, ctx, selection=False, max_lines=8)
     assert show == "x" and cut == "x" and hide == ""
 
 
@@ -62,7 +62,7 @@ def test_trailing_blank_lines_and_double_spaces_at_the_join_are_dropped():
     doc_prefix = "def f():\n    y = "
     doc_suffix = "\n    return y\n"
     ctx = extract_context(doc_prefix + doc_suffix, "python", 1, len("    y = "))
-    out = finish_suggestion(" 1  \n    \n", [], doc_prefix, ctx, automatic=False, selection=False, max_lines=8)
+    out = finish_suggestion(" 1  \n    \n", [], doc_prefix, ctx, selection=False, max_lines=8)
     assert out == "1"
 
 

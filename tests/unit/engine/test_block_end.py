@@ -47,3 +47,32 @@ def test_a_fill_cut_where_the_end_is_decided_shows_the_same_block(answer, indent
     cut = answer[:k + 1][len(heal):]
     assert cut_to_block(cut, " " * indent, lines) == whole, (cut, whole)
     assert len(cut) < len(body)
+
+
+@pytest.mark.parametrize("pieces,heal,expected", [
+    # the cursor ends a line of code: a first line with text is decided by its line break
+    (["f", ".agents", ":\n", "        if"], "sel", None),  # the word tail "sel" is not written: left to unheal
+    (["self", ".agents", ":\n", "        if"], "sel", 2),
+    (["xs", ")", "\n"], "", 2),
+    # an answer that starts a new line (the line was done) keeps the block rule
+    (["\n", "    x", " = 1", "\n", "    y"], "", None),
+    (["\n", "    x", "\n", "z"], "", 3),
+])
+def test_rest_of_line_is_decided_by_the_first_line_break_after_text(pieces, heal, expected):
+    assert block_end_slot(pieces, heal, 4, 8, rest_of_line=True) == expected
+    from dg_lsp.engine.block_end import BlockEnd
+
+    assert BlockEnd((), heal, 4, 8, True).end_slot(pieces) == expected
+
+
+def test_a_rest_of_line_fill_cut_where_the_end_is_decided_shows_the_same_text():
+    """finish(rest_of_line=True) keeps of the whole answer what it keeps of the pieces up to the deciding one."""
+    from dg_lsp.completion.postprocess import finish
+
+    prefix, suffix = "def f(agents):\n    for agent in sel", "\n        if agent:\n            pass\n"
+    answer = "self.agents:\n        x = 1\n        y = 2"
+    k = block_end_slot(list(answer), "sel", 4, 8, rest_of_line=True)
+    assert k is not None and k < len(answer) - 1
+    whole = finish(answer[3:], suffix, prefix=prefix, indent="    ", rest_of_line=True)
+    cut = finish(answer[:k + 1][3:], suffix, prefix=prefix, indent="    ", rest_of_line=True)
+    assert whole == cut == "f.agents:"
