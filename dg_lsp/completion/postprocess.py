@@ -30,7 +30,7 @@ import re
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_lands_clean, python_compiles,
-                                   python_misindents, spans_hole)
+                                   python_mends, python_misindents, spans_hole)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
@@ -299,7 +299,9 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
 
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
     # suggestion must compile with it, and in one that does not, a suggestion that breaks lines must leave no
-    # indentation error where its lines are or meet the next one
+    # indentation error where its lines are or meet the next one. Where none compiles without it (the cursor's
+    # statement is unfinished), one that finishes that statement with no Python error up to the next line passes
+    # whatever tree-sitter makes of the window's broken parts (`python_mends`)
     compiled, uncompiled = [], []
     for region in regions if language == "python" else []:
         (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
@@ -307,6 +309,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
             return True
+        if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):
+            return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it
         if any(python_misindents(p, candidate, s) for p, s in uncompiled):
             return True
         if mend is not None:

@@ -158,6 +158,29 @@ def python_compiles(text: str) -> bool:
     return python_error(text) is None
 
 
+def _met_line(prefix: str, text: str, suffix: str) -> int:
+    """The 1-based line of `prefix + text + suffix` where the text meets the document after it: the line the text
+    ends on, or the next one unless it ends at a line's start, then past blank lines."""
+    lines = (prefix + text + suffix).split("\n")
+    meets = prefix.count("\n") + 1 + text.count("\n")
+    meets += bool(text.rsplit("\n", 1)[-1].strip())
+    while meets < len(lines) and not lines[meets - 1].strip():
+        meets += 1
+    return meets
+
+
+def python_mends(prefix: str, text: str, suffix: str) -> bool:
+    """Python's first complaint about the window without `text` is on the cursor's line or below it (the statement
+    being written is unfinished: `elif value i`), and with the text it has none up to and including the first
+    non-blank line after the text: the text finishes that statement and fits the line after it. A window cut
+    mid-statement at its end still complains there, past the text, so the text is judged by its own lines."""
+    before = python_error(prefix + suffix)
+    if before is None or before[0] < prefix.count("\n") + 1:
+        return False
+    after = python_error(prefix + text + suffix)
+    return after is None or after[0] > _met_line(prefix, text, suffix)
+
+
 def python_misindents(prefix: str, text: str, suffix: str) -> bool:
     """`text`, inserted between `prefix` and `suffix`, breaks lines (it holds a line break) and Python finds an
     indentation error on its lines or on the first non-blank line after them: a block it opens with no body
@@ -170,13 +193,7 @@ def python_misindents(prefix: str, text: str, suffix: str) -> bool:
     error = python_error(whole)
     if error is None or not error[1]:
         return False
-    first = prefix.count("\n") + 1
-    lines = whole.split("\n")
-    meets = first + text.count("\n")  # the line the text ends on; the next one, unless it ends at its start
-    meets += bool(text.rsplit("\n", 1)[1].strip())
-    while meets < len(lines) and not lines[meets - 1].strip():
-        meets += 1
-    return first <= error[0] <= meets
+    return prefix.count("\n") + 1 <= error[0] <= _met_line(prefix, text, suffix)
 
 
 def spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:

@@ -156,3 +156,17 @@ def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends()
         ctx = extract_context(doc, "python", line, col)
         assert shown_end(ctx, False, 8) == expected
         assert shown_end(ctx, True, 8) == {}
+
+
+def test_a_suggestion_that_finishes_the_cursors_statement_is_shown_where_tree_sitter_misreads_the_window():
+    """`elif value i|` leaves no window that compiles or parses cleanly across the hole; tree-sitter recovers the
+    lines around it differently once the line is finished, which read as an added error and hid the right answer
+    (2 of the 6 empty held-out line-rest answers). Python finds nothing wrong with it up to the next line."""
+    doc = ("def parse(items, value):\n    for key in items:\n        if key:\n            if value:\n"
+           "                if not value:\n                    return\n            else:\n                items.append(key)\n"
+           "        elif value i\n            items.append(value)\n            seen = True\n        else:\n"
+           "            return\n    return items\n")
+    column = len("        elif value i")
+    assert shown(doc, 8, column, "s not None:\n            if x") == "s not None:"
+    assert shown(doc, 8, column, "s not (:\n") == ""  # still broken: nothing
+    assert shown(doc, 8, column, "s None\n") == ""  # no colon: Python complains on the cursor's line

@@ -50,3 +50,23 @@ def test_unknown_language_is_error_free():
 def test_lsp_language_ids_are_accepted():
     assert syntax_error_count("const a = <b>{x</b>;", "typescriptreact") >= 1
     assert syntax_error_count("int f() { return 1; }", "c++") == 0
+
+
+@pytest.mark.parametrize("prefix,text,suffix,mends", [
+    # the statement being written, finished; the line after it is its body
+    ("def f(v):\n    if v:\n        x = 1\n    elif v i", "s not None:", "\n        y = 2\n", True),
+    # the window cut mid-statement lines below: Python's complaint there is past the text
+    ("def f(v):\n    if v i", "s None:", "\n        y = 1\n        z = foo(1,\n", True),
+    # still unfinished: the complaint stays on the cursor's line
+    ("def f(v):\n    if v i", "s not", "\n        y = 1\n", False),
+    # it finishes its own line but not the next one's: foo(a, c) then a line indented into nothing
+    ("x = foo(a,", " c)", "\n      b)\n", False),
+    # the window compiled without it: not a statement it finishes (clean_cut asks that it still compiles)
+    ("x = 1", "0", "\n", False),
+    # a complaint above the cursor: nothing to judge by
+    ("def f(:\n    x = fo", "o(1)", "\n", False),
+])
+def test_python_mends_a_statement_the_cursor_is_in(prefix, text, suffix, mends):
+    from dg_lsp.context.syntax import python_mends
+
+    assert python_mends(prefix, text, suffix) is mends
