@@ -170,10 +170,14 @@ def _met_line(prefix: str, text: str, suffix: str) -> int:
 
 
 def python_mends(prefix: str, text: str, suffix: str) -> bool:
-    """Python's first complaint about the window without `text` is on the cursor's line or below it (the statement
-    being written is unfinished: `elif value i`), and with the text it has none up to and including the first
-    non-blank line after the text: the text finishes that statement and fits the line after it. A window cut
-    mid-statement at its end still complains there, past the text, so the text is judged by its own lines."""
+    """`text` stays on the cursor's line, Python's first complaint about the window without it is on that line or
+    below it (the statement being written is unfinished: `elif value i`), and with the text it has none up to and
+    including the first non-blank line after it: the text finishes that statement and fits the line after it. A
+    window cut mid-statement at its end still complains there, past the text, so the text is judged by its own
+    line. A text that adds lines is not judged so: Python names only its first complaint, and one further down
+    (an `except` whose `try` the new line should have been) could be the text's own."""
+    if "\n" in text:
+        return False
     before = python_error(prefix + suffix)
     if before is None or before[0] < prefix.count("\n") + 1:
         return False

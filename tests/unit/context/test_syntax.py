@@ -65,6 +65,8 @@ def test_lsp_language_ids_are_accepted():
     ("x = 1", "0", "\n", False),
     # a complaint above the cursor: nothing to judge by
     ("def f(:\n    x = fo", "o(1)", "\n", False),
+    # a text that adds a line: the complaint further down (`except` with no `try`) may be its own
+    ("def f(d):\n", "    if d:\n", "        d = 1\n    except ValueError:\n        return 0\n", False),
 ])
 def test_python_mends_a_statement_the_cursor_is_in(prefix, text, suffix, mends):
     from dg_lsp.context.syntax import python_mends
