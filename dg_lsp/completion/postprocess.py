@@ -300,8 +300,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
     # suggestion must compile with it, and in one that does not, a suggestion that breaks lines must leave no
     # indentation error where its lines are or meet the next one. Where none compiles without it (the cursor's
-    # statement is unfinished), one that finishes that statement on its line with no Python error up to the next line passes
-    # whatever tree-sitter makes of the window's broken parts (`python_mends`)
+    # statement is unfinished), one that finishes that statement on its line with no Python error up to the next
+    # line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
     compiled, uncompiled = [], []
     for region in regions if language == "python" else []:
         (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
