@@ -43,6 +43,10 @@ class InfillCanvas:
     # a multi-line answer's shown end (InfillRequest.block_indent; engine/block_end.py): a left-to-right loop also
     # stops once the answer up to it is accepted and stable (DenoiseLoop.block_settled); None: no such stop
     block_end: BlockEnd | None = None
+    # [V] logit columns whose token holds a line break, set where the cursor ends a line of code
+    # (InfillRequest.rest_of_line): an AR-verified walk ends such a line where the base model does, not where the
+    # decoder puts the pad (DenoiseLoop.run_verified); None: the decoder ends the hole
+    line_breaks: torch.BoolTensor | None = None
 
     @property
     def batch_size(self) -> int:

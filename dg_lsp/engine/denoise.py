@@ -260,6 +260,7 @@ class DenoiseLoop:
         pad_id = None if pad_col is None else int(self.runner.ids_of(torch.tensor([pad_col], device=dev))[0])
         ends = None if canvas.ends is None else canvas.ends.to(dev)
         end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
+        line_breaks = None if canvas.line_breaks is None else canvas.line_breaks.tolist()
         kept = torch.zeros_like(pinned)
         finished = torch.zeros(b, dtype=torch.bool, device=dev)
         forwards = torch.zeros(b, dtype=torch.int, device=dev)
@@ -327,7 +328,12 @@ class DenoiseLoop:
                         # slot (right of it, [MASK]s): there it ends the row, later it ends this step's walk
                         if not first:
                             break
-                        tok, col = pad_id, pad_col
+                        # where the cursor ends a line of code, a line the answer is still writing ends where the
+                        # base model ends it: the suffix starts the next line, so a decoder's pad mid-line there
+                        # would leave the statement unfinished (`__version` for `__version__ = "0.1.0"`)
+                        if not (line_breaks is not None and not line_breaks[picks[1][1][r][p]]
+                                and not self._breaks_line(current[r], slots[r], p, line_breaks)):
+                            tok, col = pad_id, pad_col
                     first = False
                     current[r, p] = tok
                     kept[r, p] = True
@@ -349,6 +355,11 @@ class DenoiseLoop:
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)
         return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept)
+
+    def _breaks_line(self, row: torch.LongTensor, slots: list[int], p: int, line_breaks: list[bool]) -> bool:
+        """Whether a row's hole slots left of `p` (all kept) hold a token with a line break."""
+        left = slots[:slots.index(p)]
+        return bool(left) and any(line_breaks[c] for c in self.runner.columns_of(row[left]).tolist())
 
     def _block_kept(self, block_end: BlockEnd, row: torch.LongTensor, kept: torch.BoolTensor,
                     slots: list[int]) -> bool:

@@ -133,6 +133,8 @@ class InfillLifecycle:
             # nothing, so the first slot writes on the cursor's line (or ends the hole: the pad stays allowed)
             on_line = ~self.opens_a_line()
             canvas.first_columns = on_line if canvas.first_columns is None else canvas.first_columns & on_line
+        if request.rest_of_line and not request.line_only and self.loop.verifies(request.params):
+            canvas.line_breaks = self.token_texts("\n", "in")
         if self.loop.left_to_right:
             if request.line_only:
                 canvas.ends = self.token_texts("\n", "in")

@@ -188,3 +188,43 @@ def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
     assert out.steps == 6 and out.generated_tokens >= 12  # two kept a step (what is left open shows A's drafts)
     assert out.text.startswith(engine.tokenizer.decode(kept)), (out.text, engine.tokenizer.decode(kept))
     assert not out.text.startswith(engine.tokenizer.decode(a_ids[:12]))  # the decoder did not win every slot
+
+
+def test_where_the_cursor_ends_a_line_of_code_the_base_model_ends_the_line(engine, monkeypatch):
+    # An oracle decoder that ends the hole after one token, and an oracle base model that writes the answer and then
+    # a line break. Plainly the answer is the one token; where the cursor ends a line of code (rest_of_line) the
+    # decoder's pad on the cursor's line is overruled while the base model's next token does not break the line,
+    # so the answer runs to the base model's line break. Once the line is broken, the decoder ends the hole again.
+    runner = engine.loop.runner
+    words = engine.tokenizer(" b + c", add_special_tokens=False)["input_ids"]
+    newline = engine.tokenizer("\n", add_special_tokens=False)["input_ids"]
+    answer = [runner.column_of(t) for t in words + newline + words]
+    assert None not in answer
+    width = len(runner.output_ids)
+
+    def decode(canvas, *args, **kwargs):
+        logits = torch.zeros(canvas.shape[0], canvas.shape[1], width)
+        for j in range(canvas.shape[1]):
+            logits[:, j, answer[0] if j == 1 else runner.pad_column] = 8.0
+        return logits
+
+    def verify(canvas, cache, positions, w):
+        logits = torch.zeros(canvas.shape[0], w, width)
+        for j in range(w):
+            logits[:, j, answer[min(j - 1, len(answer) - 1)] if j >= 1 else answer[0]] = 8.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", decode)
+    monkeypatch.setattr(runner, "verify", verify)
+    params = DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=1e9, verify_weight=0.0)
+
+    def fill(**kw):
+        return engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False,
+                                               reuse_prefix=False, **kw))
+
+    assert fill().text == engine.tokenizer.decode(words[:1])
+    ends = dict(block_indent=4, block_lines=8)
+    assert fill(**ends).text == engine.tokenizer.decode(words[:1])  # a block: the decoder ends it
+    line = fill(rest_of_line=True, **ends)
+    # the line, up to the base model's line break, and not the base model's next line
+    assert line.text.rstrip("\n") == engine.tokenizer.decode(words)
