@@ -31,6 +31,9 @@ class Settings:
     # (plain diffusion). 1.0 was chosen on the held-out repositories (docs/results/ar-verified.md); a model without
     # a base to check with (runner.verifies false: the small model, DiffusionGemma checkpoints) runs plain anyway
     verify_weight: float | None = 1.0
+    # with verify_weight: a one-line answer is weighed against the lines the base model nearly wrote, at its first
+    # this many hesitations, by the likelihood of the code after each (DenoiseParams.alternatives); 0 = off
+    alternatives: int = 2
     length_strategy: str = "auto"  # auto | pad | search
     prefix_tokens: int = 1024
     suffix_tokens: int = 256
@@ -57,7 +60,7 @@ CLI_ONLY = frozenset({"trust_remote_code", "allow_pickle_weights"})
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
             "length_strategy": ("auto", "pad", "search")}
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
-           "verify_weight": (0.0, 100.0),
+           "verify_weight": (0.0, 100.0), "alternatives": (0, 8),
            "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
            "max_lines": (1, 200), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
            "batch_documents": (0, 64)}

@@ -52,6 +52,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="AR-verified decoding (DenoiseParams.verify_weight): the base model checks each step's "
                         "drafts, slots kept by log p_base + W * log p_decoder; off: plain diffusion (default: the "
                         f"server's, {RunSettings.verify_weight}; models without a base to check with run plain)")
+    g.add_argument("--alternatives", type=int, default=RunSettings.alternatives, metavar="N",
+                   help="with AR-verified decoding, weigh a one-line answer against the lines the base model nearly "
+                        "wrote at its first N hesitations, by the likelihood of the code after each "
+                        f"(DenoiseParams.alternatives; 0: off; default: the server's, {RunSettings.alternatives})")
     g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
     g.add_argument("--hole-lengths", type=positive_ints, default=(4, 8, 16, 32),
                    help="candidates of --length-strategy search")
@@ -190,7 +194,7 @@ def run(args, argv: list[str]) -> int:
         return 1
     _threads()
     settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
-                           verify_weight=args.verify_weight,
+                           verify_weight=args.verify_weight, alternatives=args.alternatives,
                            length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
                            max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed,
                            heal=not args.no_heal)

@@ -21,6 +21,8 @@ from .canvas import BANNED, InfillCanvas
 from .runner import ModelRunner
 from .types import DenoiseParams
 
+BASE_TOP = 3  # the base model's best tokens an AR-verified walk records at each slot it keeps (engine/alternatives.py)
+
 
 @dataclass
 class DenoiseOutcome:
@@ -32,6 +34,9 @@ class DenoiseOutcome:
     deadline_hit: bool
     # [B, L] hole slots no step accepted when the loop ended (left to right only; else None)
     unsettled: torch.BoolTensor | None = None
+    # AR-verified decoding: per row, {canvas position: (token ids, probabilities)} of the base model's best
+    # `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
+    base_top: list[dict[int, tuple[list[int], list[float]]]] | None = None
 
 
 def constrain(raw: torch.Tensor, canvas: InfillCanvas, biases: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -262,6 +267,7 @@ class DenoiseLoop:
         end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
         line_breaks = None if canvas.line_breaks is None else canvas.line_breaks.tolist()
         kept = torch.zeros_like(pinned)
+        base_top: list[dict[int, tuple[list[int], list[float]]]] = [{} for _ in range(b)]
         finished = torch.zeros(b, dtype=torch.bool, device=dev)
         forwards = torch.zeros(b, dtype=torch.int, device=dev)
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
@@ -311,6 +317,8 @@ class DenoiseLoop:
                 chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
                 picks.append((self.runner.ids_of(chosen).tolist(), chosen.tolist()))
             decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
+            top_p, top_cols = base_lp.exp().topk(min(BASE_TOP, base_lp.shape[-1]), dim=-1)  # [B, width, k]
+            top_ids, top_p = self.runner.ids_of(top_cols).tolist(), top_p.tolist()
             read = current.tolist()
             for r in range(b):
                 if bool(finished[r]):
@@ -337,6 +345,7 @@ class DenoiseLoop:
                     first = False
                     current[r, p] = tok
                     kept[r, p] = True
+                    base_top[r][p] = (top_ids[r][p], top_p[r][p])
                     is_end = col == pad_col or (ends is not None and bool(ends[col])
                                                 and (end_slots is None or bool(end_slots[p])))
                     if is_end:
@@ -354,7 +363,7 @@ class DenoiseLoop:
             raw, decoder_best, current = draft(remaining - 1)
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)
-        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept)
+        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top)
 
     def _breaks_line(self, row: torch.LongTensor, slots: list[int], p: int, line_breaks: list[bool]) -> bool:
         """Whether a row's hole slots left of `p` (all kept) hold a token with a line break."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from . import healing
+from .alternatives import Alternatives
 from .block_end import BlockEnd
 from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
 from .denoise import DenoiseLoop, DenoiseOutcome
@@ -35,7 +36,9 @@ def new_stats() -> dict:
             # cross-document batching: batches where documents shared forwards, jobs that shared one,
             # decoder forwards run by batches, and rows over those forwards
             "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0,
-            "healMismatches": 0}
+            "healMismatches": 0,
+            # one-line answers weighed against alternatives (engine/alternatives.py), and those an alternative won
+            "alternativeRuns": 0, "alternativeChosen": 0}
 
 
 @dataclass
@@ -76,6 +79,7 @@ class InfillLifecycle:
         self.bos_id = tokenizer.bos_token_id if spec.add_bos else None
         self.last_latency_ms: float | None = None
         self._token_texts: dict[tuple, torch.BoolTensor] = {}  # token_texts' results
+        self.alternatives = Alternatives(self)
 
     # -- preparing ----------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -304,6 +308,7 @@ class InfillLifecycle:
         if result.heal_mismatch and request.heal_retry and not (out.cancelled or request.cancel.is_set()):
             # an explicit request gets an answer if the model has one: once more, alone, without healing
             return self.run(dataclasses.replace(request, heal=False, heal_retry=False))
+        result = self.alternatives.choose(started, result, out)
         total = ms(started.t0)
         done = started.timings["tokenize"] + started.timings["encode"]
         result.timings_ms = {**started.timings, "denoise": total - done if denoise_ms is None else denoise_ms,

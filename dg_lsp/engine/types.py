@@ -29,6 +29,9 @@ class DenoiseParams:
     # also runs the base model causally over the canvas, and a hole slot is kept only where its left is kept and
     # it is the argmax of log p_base + verify_weight * log p_decoder. None: off (the plain left-to-right loop)
     verify_weight: float | None = None
+    # with AR-verified decoding, a one-line answer is weighed against the lines the base model nearly wrote, at its
+    # first this many hesitations, by the likelihood of the code after each (engine/alternatives.py). 0: off
+    alternatives: int = 0
 
 
 @dataclass
@@ -87,6 +90,8 @@ class InfillResult:
     reused_tokens: int = 0  # prompt tokens whose encoder cache came from the document's previous prompt
     batch_rows: int = 1  # rows of the cross-document batch this result was computed in
     heal_mismatch: bool = False  # the model did not write the prefix's healing tail: no answer fits
+    # (line, log p(line, suffix head | prefix)) for the answer (first) and each alternative (engine/alternatives.py)
+    alternatives: list[tuple[str, float]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {

@@ -62,6 +62,7 @@ _PARAM_FIELDS = {
     "deadline_ms": ((int, float, type(None)), (0.0, 3_600_000.0)),
     "reference_sampling": ((bool,), None),
     "verify_weight": ((int, float, type(None)), (0.0, 100.0)),
+    "alternatives": ((int,), (0, 8)),
 }
 
 

@@ -34,6 +34,7 @@ class RunSettings:
     temperature: float = 0.0
     entropy_bound: float = 0.1
     verify_weight: float | None = SERVER_DEFAULTS.verify_weight  # DenoiseParams.verify_weight; None: off
+    alternatives: int = SERVER_DEFAULTS.alternatives  # DenoiseParams.alternatives; 0: off
     length_strategy: str = "auto"  # auto | pad | search
     hole_lengths: tuple[int, ...] = (4, 8, 16, 32)
     canvas: int | None = None  # pad-fill hole length; None: the model's canvas_length
@@ -131,7 +132,7 @@ class EngineRunner:
         self._view: tuple[Task, EditorView] | None = None
         self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
                                     entropy_bound=settings.entropy_bound, seed=settings.seed,
-                                    verify_weight=settings.verify_weight)
+                                    verify_weight=settings.verify_weight, alternatives=settings.alternatives)
         if settings.canvas:
             # The pad-fill hole is the model's canvas length; the engine exposes no per-request knob.
             engine.runner.canvas_length = settings.canvas

@@ -103,13 +103,30 @@ class Gemma3Runner(ModelRunner):
         the lead's own row and is never read). The AR twin's prediction, exact wherever the tokens left of j are the
         answer's."""
         b = canvas.shape[0]
-        ids = canvas[:, :width].to(self.device)
-        positions = position_ids[:, :width].to(self.device).expand(b, -1)
+        hidden = self.base_hidden(canvas[:, :width], cache, position_ids[:, :width].expand(b, -1))
+        small = self.head_logits(hidden)  # row j -> j + 1
+        return torch.cat([small[:, :1], small[:, :-1]], dim=1)
+
+    scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
+
+    @torch.inference_mode()
+    def base_hidden(self, ids: torch.LongTensor, cache, position_ids: torch.LongTensor) -> torch.Tensor:
+        """The base model (adapters off), causal over `ids` [B, W] at `position_ids` [B, W] after the cache (read
+        only): final-norm hidden states [B, W, H], row j the pretrained prediction of token j + 1."""
+        b, width = ids.shape
         ro = A.ReadOnlyCache.of(cache, batch=b)
         masks = A.open_masks(ro, self.text_config.layer_types, b, width, self.device)
-        hidden = A.base_causal_hidden(self.model, ids, positions, ro, masks)  # [B, width, H], row j -> j + 1
-        small = (hidden @ self._head.t().to(hidden.dtype)).float()
-        return torch.cat([small[:, :1], small[:, :-1]], dim=1)
+        return A.base_causal_hidden(self.model, ids.to(self.device), position_ids.to(self.device), ro, masks)
+
+    def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The base model's logits over the restricted output vocabulary (columns), float32: [..., V']."""
+        return (hidden @ self._head.t().to(hidden.dtype)).float()
+
+    def token_logits(self, hidden: torch.Tensor, ids: torch.LongTensor) -> torch.Tensor:
+        """The base model's logit of token `ids` [B, W] (any id, in the restricted vocabulary or not) at each row
+        of `hidden` [B, W, H], float32 [B, W]: the tied output head's row of that token."""
+        rows = A.text_model(self.model).embed_tokens.weight[ids.to(self.device)]
+        return (hidden.float() * rows.float()).sum(-1)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's next-token logits (full vocabulary): the AR twin is the unchanged base Gemma."""

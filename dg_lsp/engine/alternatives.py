@@ -1,0 +1,288 @@
+"""Suffix-scored alternatives: a one-line answer checked against the lines the base model nearly wrote, by what
+each makes of the code after the cursor.
+
+The AR-verified walk (DenoiseLoop.run_verified) writes the base model's line, with the diffusion decoder's say at
+each walk's first slot and over where the hole ends. The decoder sees the suffix but is a weak model; the base model
+is strong but writes from the prefix alone. Where the base model hesitates between tokens (`return '0'` or
+`return '1'`, `n % i` or `i % 2`), the suffix often tells them apart, and the base model itself can read it: the
+likelihood of the code after the cursor, after each line. So, for an answer that is one line
+(`line_mode`), after the walk:
+
+1. Branch: the walk recorded the base model's best tokens at each slot it kept (DenoiseOutcome.base_top, from the
+   pass that kept it). At the line's first `params.alternatives` tokens where the base model gave another token at
+   least `P_ALT` probability, that token starts an alternative line; where it never hesitated, nothing more runs.
+   The base model writes the rest of each alternative greedily, with the rest of the answer as its draft
+   (speculative decoding: one pass checks every drafted token, keeps those it agrees with and one more), all
+   alternatives in one batch per pass, `MAX_PASSES` passes at most.
+2. Score: one causal base pass over the prompt cache, the canvas lead and the tokens of `heal + line + suffix head`
+   (the document as it would read, up to `SUFFIX_LINES` lines after the line), a row per line, the answer's among
+   them, gives log p(line, suffix head | prefix).
+3. Keep the best: the argmax over lines of p(line | prefix) p(suffix head | prefix, line), that is of
+   p(line | prefix, suffix head). The answer wins ties.
+
+Where only the answer's first line is shown (InfillRequest.line_only; rest_of_line where the line has code) that
+line is the one weighed; where another line wins, the result is that line alone (what followed the answer's line
+was written after it). Nothing here changes an answer shown as several lines, an answer inside a line (text after
+the cursor on its line, other than the line a whole-line answer is inserted before), an answer without code after
+it to read, or a request cancelled or past its deadline: those keep the walk's answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import healing
+
+P_ALT = 0.15  # an alternative token needs at least this base probability where the answer's token was written
+TOP = 3  # the base model's best tokens looked at per position
+SUFFIX_LINES = 3  # lines of the suffix scored after each line
+SUFFIX_CHARS = 400  # at most this much of them
+MAX_PASSES = 12  # base passes writing the alternatives
+MAX_LINE_TOKENS = 48  # an alternative longer than this is dropped
+
+
+def line_mode(prefix: str, suffix: str, text: str, one_line: bool) -> tuple[str, str] | None:
+    """How the answer's line ends, and that line; None where alternatives do not apply. `one_line`: only the
+    answer's first line is shown (InfillRequest.line_only, or rest_of_line where the line has code).
+    "whole": nothing but indentation before the cursor on its line, and the line is a whole line ending in its line
+    break: the answer itself, or its first line where only that is shown;
+    "end": the cursor ends its line (the suffix starts with a line break, or is empty), and the line is the rest
+    of the cursor's line, without the break: the answer, or its first line where only that is shown."""
+    first, brk, rest = text.partition("\n")
+    if not first.strip():
+        return None
+    if suffix == "" or suffix.startswith(("\n", "\r\n")):
+        if not brk or one_line:
+            return "end", first.rstrip("\r")
+        return None
+    if brk and not prefix.rpartition("\n")[2].strip() and (not rest or one_line):
+        return "whole", first + brk
+    return None
+
+
+def suffix_head(suffix: str, mode: str) -> str:
+    """The part of the suffix each line is scored with: its first SUFFIX_LINES lines (after the cursor's own line
+    break in mode "end"), at most SUFFIX_CHARS characters."""
+    lines = suffix.splitlines(keepends=True)
+    return "".join(lines[:SUFFIX_LINES + (1 if mode == "end" else 0)])[:SUFFIX_CHARS]
+
+
+@dataclass
+class _Branch:
+    ids: list[int]  # tokens of heal + line so far
+    draft: list[int]  # what the answer wrote after the branch point: the next pass checks it
+    text: str | None = None  # the finished line (the answer's part, unhealed)
+    done: bool = False
+
+
+class Alternatives:
+    """The module's steps for the lifecycle's requests (InfillLifecycle.finish, after the walk)."""
+
+    def __init__(self, lifecycle):
+        self.lc = lifecycle
+        self.runner = lifecycle.runner
+
+    def applies(self, started, result, out=None) -> tuple[str, str] | None:
+        """(mode, line) for a result alternatives may change (line_mode), else None."""
+        request = started.request
+        if out is None or out.base_top is None:
+            return None
+        if not request.params.alternatives or not getattr(self.runner, "scores_lines", False):
+            return None
+        if not self.lc.loop.verifies(request.params) or result.cancelled or result.deadline_hit:
+            return None
+        if started.canvas.lead < 1 or started.canvas.batch_size != 1 or not request.use_suffix:
+            return None
+        one_line = request.line_only or (request.rest_of_line and bool(result.text.partition("\n")[0].strip()))
+        found = line_mode(request.prefix, request.suffix, result.text, one_line)
+        if found is None or not suffix_head(request.suffix, found[0]).strip():
+            return None
+        return found
+
+    @torch.inference_mode()
+    def choose(self, started, result, out=None):
+        """The result with its text replaced by the best-scoring line, where that is not the answer's line; the scores
+        in `result.alternatives` (the answer's line first). Unchanged where alternatives do not apply, where the
+        base model never hesitated on the line (no pass is run), or where time runs out. `out`: the walk's
+        DenoiseOutcome (its tokens, and the base model's best tokens at each slot it kept)."""
+        found = self.applies(started, result, out)
+        if found is None or self._out_of_time(started):
+            return result
+        mode, line = found
+        request, heal = started.request, started.heal
+        head = suffix_head(request.suffix, mode)
+        lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+        start = len(started.prompt)
+        walked = self._walked(out, started.canvas.lead, heal + line)
+        if walked is None:
+            return result
+        ids, tops = walked
+        # 2. where the base model hesitated, the lines it would have written
+        branches = self._branches(ids, tops, heal, request.params.alternatives)
+        if not branches:
+            return result
+        passes = 0
+        while passes < MAX_PASSES and not self._out_of_time(started):
+            live = [b for b in branches if not b.done]
+            if not live:
+                break
+            self._extend(live, lead, start, started.cache, heal, mode)
+            passes += 1
+        texts = list(dict.fromkeys(b.text for b in branches if b.done and b.text and b.text != line))
+        if not texts or self._out_of_time(started):
+            return result
+        # 1 and 3. every line scored with the suffix head, the answer's among them, in one pass
+        seqs = [(t, self._tokens(heal, t, head)) for t in [line] + texts]
+        seqs = [(t, s[0]) for t, s in seqs if s is not None]
+        if not seqs or seqs[0][0] != line:
+            return result
+        scores, _ = self._score([s for _, s in seqs], lead, start, started.cache)
+        passes += 1
+        scored = {t: v for (t, _), v in zip(seqs, scores)}
+        best = max(scored, key=lambda t: (scored[t], t == line))
+        self.lc.stats["alternativeRuns"] += 1
+        forwards = result.generated_tokens / result.tokens_per_forward if result.tokens_per_forward else 0.0
+        result.tokens_per_forward = result.generated_tokens / (forwards + passes) if forwards + passes else 0.0
+        result.alternatives = sorted(scored.items(), key=lambda kv: (kv[0] != line, -kv[1]))
+        if best != line:  # the answer's line lost: the line that won, alone (what followed was written after another)
+            self.lc.stats["alternativeChosen"] += 1
+            result.text = best
+        return result
+
+    def _walked(self, out, lead: int, text: str) -> tuple[list[int], list] | None:
+        """The walk's first tokens that write `text` (the healing tail and the answer's line; the last may run past
+        its end: a line break's token with the next line's indentation) and the base model's best tokens at each
+        of them; None where the walk's tokens do not start with that text."""
+        if out is None or out.base_top is None:
+            return None
+        ids, written = [], ""
+        for tid in out.canvas[0, lead:].tolist():
+            if len(written) >= len(text):
+                break
+            ids.append(tid)
+            written = self.lc.tokenizer.decode(ids)
+        if not written.startswith(text):
+            return None
+        tops = [out.base_top[0].get(lead + i) for i in range(len(ids))]
+        return ids, tops
+
+    def _out_of_time(self, started) -> bool:
+        request = started.request
+        return request.cancel.is_set() or (started.deadline is not None and time.monotonic() >= started.deadline)
+
+    def _tokens(self, heal: str, line: str, head: str) -> tuple[list[int], int] | None:
+        """The tokens of `heal + line + head` and how many of them start inside `heal + line`; None where the
+        tokens' own texts do not add up to the text (a byte-level split: no safe boundary)."""
+        text = heal + line + head
+        ids = self.lc.tokenize(text)
+        pieces = self.lc.piece_texts(ids)
+        if "".join(pieces) != text:
+            return None
+        at, n_line = 0, 0
+        for piece in pieces:
+            if at >= len(heal + line):
+                break
+            at += len(piece)
+            n_line += 1
+        return ids, n_line
+
+    def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
+        """One causal base pass over `lead + seq` for each sequence (right-padded): (hidden [B, W, H], the padded
+        ids [B, W])."""
+        rows = [lead + s for s in seqs]
+        width = max(len(r) for r in rows)
+        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
+        positions = torch.arange(start, start + width, dtype=torch.long).unsqueeze(0).expand(len(rows), -1)
+        return self.runner.base_hidden(ids, cache, positions), ids
+
+    def _score(self, seqs: list[list[int]], lead: list[int], start: int, cache):
+        """log p(seq | prompt, lead) under the base model for each sequence (float), and the restricted logits
+        [B, W, V'] of the pass. A token outside the restricted vocabulary is scored with its own logit beside the
+        restricted ones (the normaliser then lacks the rest of the full vocabulary, a small overestimate)."""
+        hidden, ids = self._forward(seqs, lead, start, cache)
+        logits = self.runner.head_logits(hidden)  # [B, W, V'], row j predicts ids[:, j + 1]
+        targets = ids[:, 1:].to(logits.device)
+        rows = self.runner.output_vocab.to_rows(targets)
+        inside = rows >= 0
+        own = torch.where(inside, logits[:, :-1].gather(-1, rows.clamp(min=0).unsqueeze(-1)).squeeze(-1),
+                          self.runner.token_logits(hidden[:, :-1], targets))
+        norm = torch.logsumexp(logits[:, :-1], dim=-1)
+        norm = torch.where(inside, norm, torch.logaddexp(norm, own))
+        token_lp = own - norm
+        first = len(lead) - 1  # the row that predicts a sequence's first token
+        return [float(token_lp[b, first:first + len(seq)].sum()) for b, seq in enumerate(seqs)], logits
+
+    def _branches(self, ids: list[int], tops: list, heal: str, limit: int) -> list[_Branch]:
+        """Where the base model gave another token at least P_ALT at one of the line's tokens (`tops`: its best
+        tokens there, from the walk; after the healing tail is written): the first `limit` such positions, one
+        branch per such token."""
+        column_texts = self.lc.column_texts()
+        out, positions, written = [], 0, ""
+        for i, tid in enumerate(ids):
+            if positions >= limit:
+                break
+            covered = len(written) >= len(heal)
+            written = self.lc.tokenizer.decode(ids[:i + 1])
+            if not covered or tops[i] is None:
+                continue
+            found = False
+            for alt, p in zip(*tops[i]):
+                col = self.runner.column_of(alt)
+                if p < P_ALT or alt == tid or col is None or column_texts[col] is None:
+                    continue
+                out.append(_Branch(ids[:i] + [alt], ids[i + 1:]))
+                found = True
+            positions += int(found)
+        return out
+
+    def _extend(self, live: list[_Branch], lead: list[int], start: int, cache, heal: str, mode: str) -> None:
+        """One pass for every live branch: keep its drafted tokens the base model agrees with, and one more."""
+        hidden, _ = self._forward([b.ids + b.draft for b in live], lead, start, cache)
+        best_cols = self.runner.head_logits(hidden).argmax(dim=-1)
+        best = self.runner.ids_of(best_cols).tolist()
+        texts = self.lc.column_texts()
+        for b, row, cols in zip(live, best, best_cols.tolist()):
+            k = len(lead) - 1 + len(b.ids)  # the row that predicts the token after b.ids
+            q = 0  # drafted tokens kept so far
+            while True:
+                if texts[cols[k + q]] is None:  # an end or special token: the line ends here
+                    self._finish(b, heal, mode, ended=True)
+                    break
+                tid = row[k + q]
+                b.ids.append(tid)
+                self._finish(b, heal, mode)
+                if b.done:
+                    break
+                if q < len(b.draft) and b.draft[q] == tid:
+                    q += 1
+                    continue
+                # another token than the draft's (or one past it): the rest of the answer still drafts what follows
+                b.draft = b.draft[q + 1:]
+                break
+
+    def _finish(self, b: _Branch, heal: str, mode: str, ended: bool = False) -> None:
+        """Mark a branch done where its text ends the line (mode "whole": after the line break; "end": before it),
+        with its line; dropped (done, no text) where it cannot be a line of this mode."""
+        text = self.lc.tokenizer.decode(b.ids)
+        body = text[len(heal):] if text.startswith(heal) else None
+        if body is None:
+            b.done, b.text = True, None
+            return
+        cut = None
+        if mode == "whole" and "\n" in body:
+            cut = body[:body.index("\n") + 1]
+        elif mode == "end" and ("\n" in body or "\r" in body):
+            cut = body[:min(i for i in (body.find("\n"), body.find("\r")) if i >= 0)]
+        elif ended:
+            cut = body if mode == "end" else None
+        elif len(b.ids) > MAX_LINE_TOKENS:
+            b.done, b.text = True, None
+            return
+        if cut is None and not ended:
+            return
+        line = healing.unheal(heal + cut, heal) if cut is not None else None
+        b.done, b.text = True, (line if line and line.strip() else None)

@@ -1,0 +1,165 @@
+"""Suffix-scored alternatives (engine/alternatives.py) on a tiny adapted Gemma 3: which answers they weigh, that a
+line's score is the base model's log-probability of it and the suffix head, that the lines they write are the base
+model's greedy lines after each branch token (drafting changes no token), and that the winner is the best score."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from dg_lsp.engine import alternatives as AL
+from dg_lsp.engine.alternatives import line_mode, suffix_head
+from dg_lsp.engine.gemma3.tiny import build_tiny
+from dg_lsp.engine.types import DenoiseParams, InfillRequest, InfillResult
+
+PREFIX = "def add(a, b):\n    c = a\n    "
+SUFFIX = "return c + b\n\nprint(add(1, 2))\n"
+
+
+def test_line_mode_takes_one_line_answers_that_end_where_the_line_does():
+    # a whole line inserted at a blank line's start, before the suffix's line
+    assert line_mode("x = 1\n    ", "return x\n", "y = 2\n", False) == ("whole", "y = 2\n")
+    # the rest of the cursor's line: the suffix starts with its line break (or the file ends)
+    assert line_mode("x = foo(", "\nreturn x\n", "a, b)", False) == ("end", "a, b)")
+    assert line_mode("x = foo(", "", "a, b)", False) == ("end", "a, b)")
+    # only the first line is shown: that line
+    assert line_mode("x = foo(", "\nreturn x\n", "a, b)\ny = 2", True) == ("end", "a, b)")
+    assert line_mode("x\n", "    return x\n", "    y = 2\n    z = 3\n", True) == ("whole", "    y = 2\n")
+    # several lines shown, text after the cursor on its line, code before a whole line, nothing written: none
+    assert line_mode("x = foo(", "\nreturn x\n", "a, b)\ny = 2", False) is None
+    assert line_mode("x\n", "    return x\n", "    y = 2\n    z = 3\n", False) is None
+    assert line_mode("x = foo(", ")\n", "a, b", False) is None
+    assert line_mode("x = 1", "return x\n", "y = 2\n", False) is None
+    assert line_mode("x = foo(", "\n", "   ", False) is None
+    # the suffix head: three lines after the answer's line, the cursor's own line break counted apart in "end"
+    assert suffix_head("a\nb\nc\nd\n", "whole") == "a\nb\nc\n"
+    assert suffix_head("\na\nb\nc\nd\n", "end") == "\na\nb\nc\n"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    from dg_lsp.engine import Engine
+
+    # B = 0, a closed canvas gate and an end head that never ends the hole: the decoder is the base model, causal
+    # over the canvas; the walk ends the line (line_only) at its first line break
+    path = build_tiny(tmp_path_factory.mktemp("tiny-alternatives"), delta_scale=0.0, future_gate=-1e4, end_bias=-50.0)
+    e = Engine.load(str(path), device="cpu", dtype="float32")
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def unsure(engine, monkeypatch):
+    """A random tiny model rarely ends a line, and is unsure everywhere: its base head (the walk's checks, the
+    alternatives' writing and their scores alike) gets a bias towards the tokens that hold a line break, so its
+    lines end within a few tokens, and any other best token starts an alternative (P_ALT 0)."""
+    breaks = engine.lifecycle.token_texts("\n", "in")
+    real = engine.runner.head_logits
+    monkeypatch.setattr(engine.runner, "head_logits", lambda hidden: real(hidden) + 1.0 * breaks.float())
+    monkeypatch.setattr(AL, "P_ALT", 0.0)
+
+
+def _request(prefix=PREFIX, suffix=SUFFIX, alternatives=2):
+    params = DenoiseParams(temperature=0.0, verify_weight=1.0, alternatives=alternatives)
+    # no healing: the tiny model's tokens split the prompt's indentation its own way
+    return InfillRequest(prefix=prefix, suffix=suffix, params=params, reuse_prefix=False, line_only=True, heal=False)
+
+
+def _walk(engine, request):
+    started = engine.lifecycle.start(request)
+    out = engine.loop.run(started.canvas, started.cache, request.params, started.generator)
+    return started, out, engine.lifecycle.choose(started.canvas, out, started.heal)
+
+
+def test_a_lines_score_is_the_base_models_log_probability_of_it_and_the_suffix_head(engine):
+    started = engine.lifecycle.start(_request())
+    alt = engine.lifecycle.alternatives
+    lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+    seqs = [alt._tokens(started.heal, line, "return c + b\n")[0] for line in ("d = a + b\n", "c = c\n")]
+    scores, _ = alt._score(seqs, lead, len(started.prompt), started.cache)
+    model = engine.runner.model
+    for seq, score in zip(seqs, scores):
+        ids = torch.tensor([started.prompt + lead + seq])
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+        start = len(started.prompt) + len(lead)
+        direct = sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1]))
+        assert score == pytest.approx(direct, abs=1e-3)
+    assert scores[0] != pytest.approx(scores[1])
+
+
+def test_the_best_scoring_line_wins_and_every_alternative_is_a_whole_line(engine, unsure):
+    plain = engine.run_infill(_request(alternatives=0))
+    line = plain.text.partition("\n")[0] + "\n"  # line_only: the answer's first line is what is shown
+    assert "\n" in plain.text and line.strip()  # a whole line: alternatives apply
+    result = engine.run_infill(_request())
+    lines = [t for t, _ in result.alternatives]
+    assert lines[0] == line and len(lines) >= 2  # the answer's line, then the alternatives
+    assert all(t.endswith("\n") and t.count("\n") == 1 and t.strip() for t in lines)
+    best = max(result.alternatives, key=lambda kv: (kv[1], kv[0] == line))[0]
+    # a line that wins is shown alone; where the answer's line wins, the answer stays as it was
+    assert result.text == (plain.text if best == line else best)
+    assert result.tokens_per_forward < plain.tokens_per_forward  # the passes the alternatives took count
+
+
+def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_token(engine, unsure):
+    started, out, result = _walk(engine, _request())
+    alt = engine.lifecycle.alternatives
+    lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+    ids, tops = alt._walked(out, started.canvas.lead, started.heal + result.text.partition("\n")[0] + "\n")
+    assert all(t is not None for t in tops)  # the walk recorded the base model's view at every slot it kept
+
+    def written(drafts: bool):
+        branches = alt._branches(ids, tops, started.heal, 2)
+        assert branches
+        if not drafts:
+            for b in branches:
+                b.draft = []
+        for _ in range(AL.MAX_LINE_TOKENS + 2):
+            live = [b for b in branches if not b.done]
+            if not live:
+                break
+            alt._extend(live, lead, len(started.prompt), started.cache, started.heal, "whole")
+        return [(b.ids, b.text) for b in branches]
+
+    drafted = written(True)
+    assert drafted == written(False) and any(text for _, text in drafted)
+    # each finished alternative is the base model's greedy line after its branch token: checked one token at a time
+    runner = engine.runner
+    for ids_b, text in drafted:
+        if not text:
+            continue
+        branch_at = next(i for i, (a, b) in enumerate(zip(ids_b, ids)) if a != b) + 1
+        for k in range(branch_at, len(ids_b)):
+            hidden, _ = alt._forward([ids_b[:k]], lead, len(started.prompt), started.cache)
+            best = int(runner.ids_of(runner.head_logits(hidden)[0, -1].argmax()))
+            assert best == ids_b[k]
+
+
+def test_alternatives_leave_the_answer_alone_where_they_do_not_apply(engine, unsure):
+    alt = engine.lifecycle.alternatives
+    # off
+    started, out, result = _walk(engine, _request(alternatives=0))
+    line = result.text
+    assert alt.choose(started, result, out).alternatives == []
+    # past the deadline
+    started, out, result = _walk(engine, _request())
+    started.deadline = time.monotonic() - 1.0
+    assert alt.choose(started, result, out).alternatives == [] and result.text == line
+    # nothing to read after the line
+    started, out, result = _walk(engine, _request(suffix=""))
+    assert alt.choose(started, result, out).alternatives == []
+    # text after the cursor on its line: an answer that is not the rest of the line
+    started, out, result = _walk(engine, _request(prefix="def add(a, b):\n    c = foo(", suffix="a)\n    return c\n"))
+    before = result.text
+    assert alt.choose(started, result, out).alternatives == [] and result.text == before
+    # the walk recorded nothing (a plain loop, or an outcome without it)
+    started, out, result = _walk(engine, _request())
+    out.base_top = None
+    assert alt.choose(started, result, out).alternatives == []
+    runs = engine.stats["alternativeRuns"]
+    started, out, result = _walk(engine, _request())
+    alt.choose(started, result, out)
+    assert engine.stats["alternativeRuns"] == runs + 1
