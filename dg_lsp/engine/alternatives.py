@@ -42,6 +42,8 @@ SUFFIX_LINES = 3  # lines of the suffix scored after each line
 SUFFIX_CHARS = 400  # at most this much of them
 MAX_PASSES = 12  # base passes writing the alternatives
 MAX_LINE_TOKENS = 48  # an alternative longer than this is dropped
+REALIGN = 3  # a branch's token found this few tokens further in the answer's draft takes the draft on from there
+LOOKUP = 6  # without the answer to draft from, a branch drafts this many tokens that followed its last ones in the code
 
 
 def line_mode(prefix: str, suffix: str, text: str, one_line: bool) -> tuple[str, str] | None:
@@ -61,6 +63,31 @@ def line_mode(prefix: str, suffix: str, text: str, one_line: bool) -> tuple[str,
     if brk and not prefix.rpartition("\n")[2].strip() and (not rest or one_line):
         return "whole", first + brk
     return None
+
+
+def after_heal(text: str, heal: str) -> str | None:
+    """What a hole's text writes after the healing tail (`healing.unheal`'s reading, trailing blanks kept): a text
+    that starts with fewer line breaks than the tail counts as having the tail's; None where the text does not
+    (yet) start with the tail."""
+    breaks = len(heal) - len(heal.lstrip("\n"))
+    written = len(text) - len(text.lstrip("\n"))
+    if 0 < written < breaks:
+        text = heal[:breaks] + text[written:]
+    return text[len(heal):] if text.startswith(heal) else None
+
+
+def lookup(ids: list[int], context, n: int = LOOKUP) -> list[int]:
+    """The `n` tokens that followed the latest place in `context` where the last 3 (else 2, else 1) of `ids` occur;
+    [] where none does."""
+    context = list(context)
+    for k in (3, 2, 1):
+        if len(ids) < k:
+            continue
+        key = ids[-k:]
+        for s in range(len(context) - k - 1, -1, -1):
+            if context[s:s + k] == key:
+                return context[s + k:s + k + n]
+    return []
 
 
 def suffix_head(suffix: str, mode: str) -> str:
@@ -116,7 +143,7 @@ class Alternatives:
         head = suffix_head(request.suffix, mode)
         lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
         start = len(started.prompt)
-        walked = self._walked(out, started.canvas.lead, heal + line)
+        walked = self._walked(out, started.canvas.lead, heal, line)
         if walked is None:
             return result
         ids, tops = walked
@@ -124,13 +151,15 @@ class Alternatives:
         branches = self._branches(ids, tops, heal, request.params.alternatives)
         if not branches:
             return result
+        context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be
         passes = 0
         while passes < MAX_PASSES and not self._out_of_time(started):
             live = [b for b in branches if not b.done]
             if not live:
                 break
-            self._extend(live, lead, start, started.cache, heal, mode)
+            self._extend(live, lead, start, started.cache, heal, mode, context)
             passes += 1
+            self.lc.stats["alternativePasses"] += 1
         texts = list(dict.fromkeys(b.text for b in branches if b.done and b.text and b.text != line))
         if not texts or self._out_of_time(started):
             return result
@@ -141,6 +170,7 @@ class Alternatives:
             return result
         scores, _ = self._score([s for _, s in seqs], lead, start, started.cache)
         passes += 1
+        self.lc.stats["alternativePasses"] += 1
         scored = {t: v for (t, _), v in zip(seqs, scores)}
         best = max(scored, key=lambda t: (scored[t], t == line))
         self.lc.stats["alternativeRuns"] += 1
@@ -152,19 +182,19 @@ class Alternatives:
             result.text = best
         return result
 
-    def _walked(self, out, lead: int, text: str) -> tuple[list[int], list] | None:
-        """The walk's first tokens that write `text` (the healing tail and the answer's line; the last may run past
-        its end: a line break's token with the next line's indentation) and the base model's best tokens at each
-        of them; None where the walk's tokens do not start with that text."""
+    def _walked(self, out, lead: int, heal: str, line: str) -> tuple[list[int], list] | None:
+        """The walk's first tokens that write the healing tail and the answer's `line` (the last may run past its
+        end: a line break's token with the next line's indentation) and the base model's best tokens at each of
+        them; None where the walk's tokens do not start with that text."""
         if out is None or out.base_top is None:
             return None
-        ids, written = [], ""
+        ids, body = [], None
         for tid in out.canvas[0, lead:].tolist():
-            if len(written) >= len(text):
+            if body is not None and len(body) >= len(line):
                 break
             ids.append(tid)
-            written = self.lc.tokenizer.decode(ids)
-        if not written.startswith(text):
+            body = after_heal(self.lc.tokenizer.decode(ids), heal)
+        if body is None or not body.startswith(line):
             return None
         tops = [out.base_top[0].get(lead + i) for i in range(len(ids))]
         return ids, tops
@@ -221,12 +251,11 @@ class Alternatives:
         tokens there, from the walk; after the healing tail is written): the first `limit` such positions, one
         branch per such token."""
         column_texts = self.lc.column_texts()
-        out, positions, written = [], 0, ""
+        out, positions = [], 0
         for i, tid in enumerate(ids):
             if positions >= limit:
                 break
-            covered = len(written) >= len(heal)
-            written = self.lc.tokenizer.decode(ids[:i + 1])
+            covered = after_heal(self.lc.tokenizer.decode(ids[:i]), heal) is not None
             if not covered or tops[i] is None:
                 continue
             found = False
@@ -239,8 +268,14 @@ class Alternatives:
             positions += int(found)
         return out
 
-    def _extend(self, live: list[_Branch], lead: list[int], start: int, cache, heal: str, mode: str) -> None:
-        """One pass for every live branch: keep its drafted tokens the base model agrees with, and one more."""
+    def _extend(self, live: list[_Branch], lead: list[int], start: int, cache, heal: str, mode: str,
+                context: list[int] = ()) -> None:
+        """One pass for every live branch: keep its drafted tokens the base model agrees with, and one more. A branch
+        with nothing left to draft from the answer drafts what followed its last tokens in `context` (the prompt
+        and the suffix head: code repeats its names), prompt-lookup decoding."""
+        for b in live:
+            if not b.draft:
+                b.draft = lookup(b.ids, context)
         hidden, _ = self._forward([b.ids + b.draft for b in live], lead, start, cache)
         best_cols = self.runner.head_logits(hidden).argmax(dim=-1)
         best = self.runner.ids_of(best_cols).tolist()
@@ -260,15 +295,19 @@ class Alternatives:
                 if q < len(b.draft) and b.draft[q] == tid:
                     q += 1
                     continue
-                # another token than the draft's (or one past it): the rest of the answer still drafts what follows
-                b.draft = b.draft[q + 1:]
+                # another token than the draft's (or one past it): the rest of the answer still drafts what follows,
+                # after this token where it comes a little later in the answer (the branch wrote less), else after
+                # the token it replaced; a draft whose first token was refused is dropped (a line that went its
+                # own way seldom comes back to the answer's, and each drafted token costs a row position)
+                rest = b.draft[q:]
+                later = rest[1:1 + REALIGN].index(tid) + 1 if tid in rest[1:1 + REALIGN] else 0
+                b.draft = rest[later + 1:] if q > 0 or later > 0 else []
                 break
 
     def _finish(self, b: _Branch, heal: str, mode: str, ended: bool = False) -> None:
         """Mark a branch done where its text ends the line (mode "whole": after the line break; "end": before it),
         with its line; dropped (done, no text) where it cannot be a line of this mode."""
-        text = self.lc.tokenizer.decode(b.ids)
-        body = text[len(heal):] if text.startswith(heal) else None
+        body = after_heal(self.lc.tokenizer.decode(b.ids), heal)
         if body is None:
             b.done, b.text = True, None
             return

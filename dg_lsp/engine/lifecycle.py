@@ -37,8 +37,9 @@ def new_stats() -> dict:
             # decoder forwards run by batches, and rows over those forwards
             "batches": 0, "batchedJobs": 0, "batchForwards": 0, "batchRowSteps": 0,
             "healMismatches": 0,
-            # one-line answers weighed against alternatives (engine/alternatives.py), and those an alternative won
-            "alternativeRuns": 0, "alternativeChosen": 0}
+            # one-line answers weighed against alternatives (engine/alternatives.py), those an alternative won, and
+            # the base passes they took
+            "alternativeRuns": 0, "alternativeChosen": 0, "alternativePasses": 0}
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from dg_lsp.engine import alternatives as AL
-from dg_lsp.engine.alternatives import line_mode, suffix_head
+from dg_lsp.engine.alternatives import after_heal, line_mode, lookup, suffix_head
 from dg_lsp.engine.gemma3.tiny import build_tiny
 from dg_lsp.engine.types import DenoiseParams, InfillRequest, InfillResult
 
@@ -36,6 +36,24 @@ def test_line_mode_takes_one_line_answers_that_end_where_the_line_does():
     # the suffix head: three lines after the answer's line, the cursor's own line break counted apart in "end"
     assert suffix_head("a\nb\nc\nd\n", "whole") == "a\nb\nc\n"
     assert suffix_head("\na\nb\nc\nd\n", "end") == "\na\nb\nc\n"
+
+
+def test_lookup_drafts_what_followed_the_last_tokens_latest_occurrence():
+    context = [5, 6, 7, 8, 9, 5, 6, 1, 2, 3, 4, 5, 6, 7, 2]
+    assert lookup([0, 5, 6, 7], context, n=3) == [2]  # the last three, latest: 5 6 7 -> 2 (end of context)
+    assert lookup([0, 9, 5, 6], context, n=3) == [1, 2, 3]  # 9 5 6 -> 1 2 3
+    assert lookup([0, 3], context, n=2) == [4, 5]  # one token
+    assert lookup([42], context) == [] and lookup([], context) == [] and lookup([5], []) == []
+
+
+def test_after_heal_reads_a_walk_as_unheal_does():
+    assert after_heal("\n    for x", "\n    ") == "for x"
+    # one line break written where the tail has two (a blank line above the cursor): the line at the cursor
+    assert after_heal("\n    for x", "\n\n") == "    for x" and after_heal("\n", "\n\n") == ""
+    assert after_heal("\n\n\n    for x", "\n\n") == "\n    for x"
+    # not (yet) the tail: nothing written after it
+    assert after_heal("", "\n\n") is None and after_heal("x", "\n") is None and after_heal(" b", "de") is None
+    assert after_heal("default", "de") == "fault" and after_heal("x", "") == "x"
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +126,7 @@ def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_t
     started, out, result = _walk(engine, _request())
     alt = engine.lifecycle.alternatives
     lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
-    ids, tops = alt._walked(out, started.canvas.lead, started.heal + result.text.partition("\n")[0] + "\n")
+    ids, tops = alt._walked(out, started.canvas.lead, started.heal, result.text.partition("\n")[0] + "\n")
     assert all(t is not None for t in tops)  # the walk recorded the base model's view at every slot it kept
 
     def written(drafts: bool):
@@ -121,7 +139,8 @@ def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_t
             live = [b for b in branches if not b.done]
             if not live:
                 break
-            alt._extend(live, lead, len(started.prompt), started.cache, started.heal, "whole")
+            alt._extend(live, lead, len(started.prompt), started.cache, started.heal, "whole",
+                        started.prompt if drafts else ())
         return [(b.ids, b.text) for b in branches]
 
     drafted = written(True)
