@@ -66,5 +66,8 @@ def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
     # the default is verified decoding at weight 1
     default, status = _suggest(model_dir, {})
     assert status["settings"]["verifyWeight"] == 1.0
+    # and suffix-scored alternatives (engine/alternatives.py) at 2 hesitations; this line ends the document, with
+    # no code after it to read, so they never ran
+    assert status["settings"]["alternatives"] == 2 and status["engine"]["alternativeRuns"] == 0
     one, _ = _suggest(model_dir, {"verifyWeight": 1.0})
     assert default == one != plain
