@@ -147,7 +147,7 @@ class Alternatives:
         if walked is None:
             return result
         ids, tops = walked
-        # 2. where the base model hesitated, the lines it would have written
+        # 1. where the base model hesitated, the lines it would have written
         branches = self._branches(ids, tops, heal, request.params.alternatives)
         if not branches:
             return result
@@ -163,7 +163,7 @@ class Alternatives:
         texts = list(dict.fromkeys(b.text for b in branches if b.done and b.text and b.text != line))
         if not texts or self._out_of_time(started):
             return result
-        # 1 and 3. every line scored with the suffix head, the answer's among them, in one pass
+        # 2 and 3. every line scored with the suffix head, the answer's among them, in one pass; the best kept
         seqs = [(t, self._tokens(heal, t, head)) for t in [line] + texts]
         seqs = [(t, s[0]) for t, s in seqs if s is not None]
         if not seqs or seqs[0][0] != line:

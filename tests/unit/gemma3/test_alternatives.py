@@ -106,6 +106,13 @@ def test_a_lines_score_is_the_base_models_log_probability_of_it_and_the_suffix_h
         direct = sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1]))
         assert score == pytest.approx(direct, abs=1e-3)
     assert scores[0] != pytest.approx(scores[1])
+    # a token outside a restricted output vocabulary is scored with its own logit: the tied head's row, as the
+    # full model computes it
+    hidden, ids = alt._forward(seqs[:1], lead, len(started.prompt), started.cache)
+    with torch.no_grad():
+        full = model(input_ids=torch.tensor([started.prompt + lead + seqs[0]])).logits[0, len(started.prompt):].float()
+    own = engine.runner.token_logits(hidden, ids)
+    assert torch.allclose(own[0], full.gather(-1, ids[0].unsqueeze(-1)).squeeze(-1), atol=1e-3)
 
 
 def test_the_best_scoring_line_wins_and_every_alternative_is_a_whole_line(engine, unsure):
