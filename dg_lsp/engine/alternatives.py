@@ -37,7 +37,6 @@ import torch
 from . import healing
 
 P_ALT = 0.15  # an alternative token needs at least this base probability where the answer's token was written
-TOP = 3  # the base model's best tokens looked at per position
 SUFFIX_LINES = 3  # lines of the suffix scored after each line
 SUFFIX_CHARS = 400  # at most this much of them
 MAX_PASSES = 12  # base passes writing the alternatives
@@ -165,10 +164,10 @@ class Alternatives:
             return result
         # 2 and 3. every line scored with the suffix head, the answer's among them, in one pass; the best kept
         seqs = [(t, self._tokens(heal, t, head)) for t in [line] + texts]
-        seqs = [(t, s[0]) for t, s in seqs if s is not None]
+        seqs = [(t, s) for t, s in seqs if s is not None]
         if not seqs or seqs[0][0] != line:
             return result
-        scores, _ = self._score([s for _, s in seqs], lead, start, started.cache)
+        scores = self._score([s for _, s in seqs], lead, start, started.cache)
         passes += 1
         self.lc.stats["alternativePasses"] += 1
         scored = {t: v for (t, _), v in zip(seqs, scores)}
@@ -186,8 +185,6 @@ class Alternatives:
         """The walk's first tokens that write the healing tail and the answer's `line` (the last may run past its
         end: a line break's token with the next line's indentation) and the base model's best tokens at each of
         them; None where the walk's tokens do not start with that text."""
-        if out is None or out.base_top is None:
-            return None
         ids, body = [], None
         for tid in out.canvas[0, lead:].tolist():
             if body is not None and len(body) >= len(line):
@@ -203,21 +200,12 @@ class Alternatives:
         request = started.request
         return request.cancel.is_set() or (started.deadline is not None and time.monotonic() >= started.deadline)
 
-    def _tokens(self, heal: str, line: str, head: str) -> tuple[list[int], int] | None:
-        """The tokens of `heal + line + head` and how many of them start inside `heal + line`; None where the
-        tokens' own texts do not add up to the text (a byte-level split: no safe boundary)."""
+    def _tokens(self, heal: str, line: str, head: str) -> list[int] | None:
+        """The tokens of `heal + line + head`; None where the tokens' own texts do not add up to the text (a
+        byte-level split: no safe boundary)."""
         text = heal + line + head
         ids = self.lc.tokenize(text)
-        pieces = self.lc.piece_texts(ids)
-        if "".join(pieces) != text:
-            return None
-        at, n_line = 0, 0
-        for piece in pieces:
-            if at >= len(heal + line):
-                break
-            at += len(piece)
-            n_line += 1
-        return ids, n_line
+        return ids if "".join(self.lc.piece_texts(ids)) == text else None
 
     def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
         """One causal base pass over `lead + seq` for each sequence (right-padded): (hidden [B, W, H], the padded
@@ -230,8 +218,7 @@ class Alternatives:
         return self.runner.base_hidden(ids, cache, positions), ids
 
     def _score(self, seqs: list[list[int]], lead: list[int], start: int, cache):
-        """log p(seq | prompt, lead) under the base model for each sequence (float), and the restricted logits
-        [B, W, V'] of the pass. A token outside the restricted vocabulary is scored with its own logit beside the
+        """log p(seq | prompt, lead) under the base model for each sequence (float). A token outside the restricted vocabulary is scored with its own logit beside the
         restricted ones (the normaliser then lacks the rest of the full vocabulary, a small overestimate)."""
         hidden, ids = self._forward(seqs, lead, start, cache)
         logits = self.runner.head_logits(hidden)  # [B, W, V'], row j predicts ids[:, j + 1]
@@ -244,18 +231,18 @@ class Alternatives:
         norm = torch.where(inside, norm, torch.logaddexp(norm, own))
         token_lp = own - norm
         first = len(lead) - 1  # the row that predicts a sequence's first token
-        return [float(token_lp[b, first:first + len(seq)].sum()) for b, seq in enumerate(seqs)], logits
+        return [float(token_lp[b, first:first + len(seq)].sum()) for b, seq in enumerate(seqs)]
 
     def _branches(self, ids: list[int], tops: list, heal: str, limit: int) -> list[_Branch]:
         """Where the base model gave another token at least P_ALT at one of the line's tokens (`tops`: its best
         tokens there, from the walk; after the healing tail is written): the first `limit` such positions, one
         branch per such token."""
         column_texts = self.lc.column_texts()
-        out, positions = [], 0
+        out, positions, covered = [], 0, False
         for i, tid in enumerate(ids):
             if positions >= limit:
                 break
-            covered = after_heal(self.lc.tokenizer.decode(ids[:i]), heal) is not None
+            covered = covered or after_heal(self.lc.tokenizer.decode(ids[:i]), heal) is not None
             if not covered or tops[i] is None:
                 continue
             found = False
@@ -311,17 +298,16 @@ class Alternatives:
         if body is None:
             b.done, b.text = True, None
             return
-        cut = None
         if mode == "whole" and "\n" in body:
             cut = body[:body.index("\n") + 1]
         elif mode == "end" and ("\n" in body or "\r" in body):
             cut = body[:min(i for i in (body.find("\n"), body.find("\r")) if i >= 0)]
-        elif ended:
-            cut = body if mode == "end" else None
-        elif len(b.ids) > MAX_LINE_TOKENS:
+        elif ended and mode == "end":  # the rest of a line may end where the text does
+            cut = body
+        elif not ended and len(b.ids) <= MAX_LINE_TOKENS:
+            return  # still writing its line
+        else:  # a whole line that never broke, or a line too long
             b.done, b.text = True, None
             return
-        if cut is None and not ended:
-            return
-        line = healing.unheal(heal + cut, heal) if cut is not None else None
+        line = healing.unheal(heal + cut, heal)
         b.done, b.text = True, (line if line and line.strip() else None)

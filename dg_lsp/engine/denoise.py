@@ -34,8 +34,8 @@ class DenoiseOutcome:
     deadline_hit: bool
     # [B, L] hole slots no step accepted when the loop ended (left to right only; else None)
     unsettled: torch.BoolTensor | None = None
-    # AR-verified decoding: per row, {canvas position: (token ids, probabilities)} of the base model's best
-    # `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
+    # verified, with params.alternatives: per row, {canvas position: (token ids, probabilities)} of the base model's
+    # best `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
     base_top: list[dict[int, tuple[list[int], list[float]]]] | None = None
 
 
@@ -235,10 +235,9 @@ class DenoiseLoop:
         pass that drafted), or the pad where the decoder's own argmax is the pad (the base model cannot see the
         suffix, so where the hole ends is the decoder's call). Every later slot of the walk takes the base model's
         own argmax (or draw), whose left context there is the agreed drafts, and a pad the decoder predicts there
-        ends the step's walk, not the row. The base model's prediction at a slot is exact only
-        while every slot on its left holds what was kept, so the walk goes on past a slot only where the token kept
-        there is its draft: each
-        step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
+        ends the step's walk, not the row. The base model's prediction at a slot is exact only while every slot on
+        its left holds what was kept, so the walk goes on past a slot only where the token kept there is its draft:
+        each step keeps at least one token, one more than the drafts it accepts (the slot after the last agreed draft,
         speculative decoding's bonus token), and every kept token was chosen with its true left context. Then,
         unless the row is done, the next decoder pass drafts again over the kept slots, so every draft the base
         model checks was made after everything on its left was kept. One decoder pass and one base pass a step;
@@ -267,7 +266,7 @@ class DenoiseLoop:
         end_slots = None if canvas.end_slots is None else canvas.end_slots.to(dev)
         line_breaks = None if canvas.line_breaks is None else canvas.line_breaks.tolist()
         kept = torch.zeros_like(pinned)
-        base_top: list[dict[int, tuple[list[int], list[float]]]] = [{} for _ in range(b)]
+        base_top = [{} for _ in range(b)] if params.alternatives else None  # only engine/alternatives.py reads it
         finished = torch.zeros(b, dtype=torch.bool, device=dev)
         forwards = torch.zeros(b, dtype=torch.int, device=dev)
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
@@ -317,8 +316,9 @@ class DenoiseLoop:
                 chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
                 picks.append((self.runner.ids_of(chosen).tolist(), chosen.tolist()))
             decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
-            top_p, top_cols = base_lp.exp().topk(min(BASE_TOP, base_lp.shape[-1]), dim=-1)  # [B, width, k]
-            top_ids, top_p = self.runner.ids_of(top_cols).tolist(), top_p.tolist()
+            if base_top is not None:
+                top_p, top_cols = base_lp.exp().topk(min(BASE_TOP, base_lp.shape[-1]), dim=-1)  # [B, width, k]
+                top_ids, top_p = self.runner.ids_of(top_cols).tolist(), top_p.tolist()
             read = current.tolist()
             for r in range(b):
                 if bool(finished[r]):
@@ -345,7 +345,8 @@ class DenoiseLoop:
                     first = False
                     current[r, p] = tok
                     kept[r, p] = True
-                    base_top[r][p] = (top_ids[r][p], top_p[r][p])
+                    if base_top is not None:
+                        base_top[r][p] = (top_ids[r][p], top_p[r][p])
                     is_end = col == pad_col or (ends is not None and bool(ends[col])
                                                 and (end_slots is None or bool(end_slots[p])))
                     if is_end:

@@ -95,8 +95,8 @@ def test_a_lines_score_is_the_base_models_log_probability_of_it_and_the_suffix_h
     started = engine.lifecycle.start(_request())
     alt = engine.lifecycle.alternatives
     lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
-    seqs = [alt._tokens(started.heal, line, "return c + b\n")[0] for line in ("d = a + b\n", "c = c\n")]
-    scores, _ = alt._score(seqs, lead, len(started.prompt), started.cache)
+    seqs = [alt._tokens(started.heal, line, "return c + b\n") for line in ("d = a + b\n", "c = c\n")]
+    scores = alt._score(seqs, lead, len(started.prompt), started.cache)
     model = engine.runner.model
     for seq, score in zip(seqs, scores):
         ids = torch.tensor([started.prompt + lead + seq])
