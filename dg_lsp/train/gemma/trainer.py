@@ -16,15 +16,9 @@ from safetensors.torch import load_file, save_file
 from ...engine.gemma3 import adapter as A
 from ...engine.gemma3.vocab import OutputVocab, byte_token_ids, choose
 from . import data, objective
+from .teachers import DRAFT_STATS, LOGGED_STATS, POE_STATS, TEACHER_STATS, Teachers
 
 log = logging.getLogger(__name__)
-TEACHER_STATS = ("front", "front_base", "kl")  # the AR teacher's figures (Run.ar_teacher), in the log line's order
-# the verified score's figures (Run.verified_score_loss), likewise: cross-entropy, then top-1 accuracy
-POE_STATS = ("poe", "poe_base", "poe_dec", "poe_acc", "poe_base_acc", "poe_dec_acc")
-# Run.draft_teacher's figures: the KL right of the frontier, and how often the decoder's argmax is the base model's
-# there and at the frontier (a verified step's draft acceptance, were the drafts on the left right)
-DRAFT_STATS = ("draft_kl", "draft_agree", "front_agree")
-LOGGED_STATS = TEACHER_STATS + POE_STATS + DRAFT_STATS
 
 
 @dataclass
@@ -110,6 +104,7 @@ class Run:
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
         self.pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])  # the pad's output row
+        self.teachers = Teachers(self.model, self.pad_row, opts.poe_weight)
         self._byte = {b: tid for b, tid in enumerate(byte_token_ids(self.tok))}
         self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
                                     seed=opts.seed)
@@ -193,116 +188,26 @@ class Run:
                 "slot1": loss[batch.slot == 1].detach().mean().item() if bool((batch.slot == 1).any()) else None}
         total = loss.mean()
         if self.opts.ar_distill > 0:
-            taught = self.ar_teacher(batch, ro, head, logits, loss)
+            taught = self.teachers.ar(batch, ro, head, logits, loss)
             if taught is not None:
                 kl, base_ce, front_ce = taught
                 total = total + self.opts.ar_distill * kl
                 info.update({"kl": kl.item(), "front_base": base_ce, "front": front_ce})
         if self.opts.poe > 0:
-            scored = self.verified_score_loss(batch, ro, head, logits)
+            scored = self.teachers.verified_score_loss(batch, ro, head, logits)
             if scored is not None:
                 ce, figures = scored
                 total = total + self.opts.poe * ce
                 info.update(figures)
         # after the losses that run the base model's pass, so its figures come with either of them
         if self.opts.draft_distill > 0 or batch.teacher is not None:
-            drafted = self.draft_teacher(batch, ro, head, logits)
+            drafted = self.teachers.draft(batch, ro, head, logits)
             if drafted is not None:
                 kl, figures = drafted
                 if self.opts.draft_distill > 0:
                     total = total + self.opts.draft_distill * kl
                 info.update(figures)
         return total, info
-
-    def without_pad(self, logits: torch.Tensor) -> torch.BoolTensor:
-        """[V'] every output column but the pad's: the teachers' and the verified score's distributions leave the
-        hole's end out (the base model never learnt it; the engine leaves it to the decoder's own argmax)."""
-        keep = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
-        keep[self.pad_row] = False
-        return keep
-
-    def teacher_logits(self, batch, ro, head, rows: torch.LongTensor) -> torch.Tensor:
-        """The base model's logits (the restricted head, float32, no gradient) at flat `rows` of the batch's clean
-        canvases: its causal pass after the same cache view, run once per batch (kept in `batch.teacher`)."""
-        with torch.no_grad():
-            if batch.teacher is None:
-                batch.teacher = A.base_causal_hidden(self.model, batch.clean_ids, batch.positions, ro, batch.masks)
-            hidden = batch.teacher
-            return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, rows) @ head.t()).float()
-
-    def verified_score_loss(self, batch, ro, head, logits) -> tuple[torch.Tensor, dict] | None:
-        """Cross-entropy of AR-verified decoding's score on the first masked slot of each left-to-right canvas whose
-        target is not the hole's end: softmax over log p_base + w * log p_decoder, both over every column but the
-        pad's (the engine bans the pad in that score and leaves the end to the decoder's own argmax). That slot is a
-        verified walk's first: both models read the clean hole so far on its left, the decoder [MASK]s and the
-        suffix head on its right, as in the engine's drafting pass. The score is divided by 1 + w, a geometric mean
-        of the two distributions: the engine's argmax is unchanged, and the loss does not punish the plain sum for
-        counting twice what both models read on the left. Returns (the loss, figures on those rows: the
-        cross-entropy in nats and the top-1 accuracy of the score, of the base model alone, of the decoder alone)."""
-        sel = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
-        if not bool(sel.any()):
-            return None
-        base = self.teacher_logits(batch, ro, head, batch.rows[sel])
-        keep = self.without_pad(base)
-        targets = batch.targets[sel]
-        targets = targets - (targets > self.pad_row).long()  # column index once the pad's column is left out
-        base_lp = F.log_softmax(base[:, keep], dim=-1)
-        dec_lp = F.log_softmax(logits[sel][:, keep], dim=-1)
-        w = self.opts.poe_weight
-        score = (base_lp + w * dec_lp) / (1.0 + w)
-        ce = F.cross_entropy(score, targets)
-
-        def top1(lp):
-            return (lp.detach().argmax(dim=-1) == targets).float().mean().item()
-
-        figures = {"poe": ce.item(), "poe_base": F.nll_loss(base_lp, targets).item(),
-                   "poe_dec": F.nll_loss(dec_lp.detach(), targets).item(),
-                   "poe_acc": top1(score), "poe_base_acc": top1(base_lp), "poe_dec_acc": top1(dec_lp)}
-        return ce, figures
-
-    def draft_teacher(self, batch, ro, head, logits) -> tuple[torch.Tensor, dict] | None:
-        """KL(base || decoder) over the masked slots right of the first one in the canvases masked left to right,
-        whose target is not the hole's end, on the distributions over every column but the pad's (as `ar_teacher`).
-        The base model reads the clean hole on the left of each slot, the decoder [MASK]s: the engine's drafts right
-        of a walk's first slot. Returns (the KL, figures: the KL, and the share of those slots, and of the
-        left-to-right canvases' first masked slots, where the decoder's argmax is the base model's)."""
-        right = batch.ltr & ~batch.frontier & (batch.targets != self.pad_row)
-        front = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
-        if not bool(right.any()):
-            return None
-        sel = right | front
-        t_logits = self.teacher_logits(batch, ro, head, batch.rows[sel])
-        keep = self.without_pad(t_logits)
-        t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
-        s_cond = F.log_softmax(logits[sel][:, keep], dim=-1)
-        is_right = right[sel]
-        kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1)[is_right].mean()
-        agree = (t_cond.argmax(dim=-1) == s_cond.detach().argmax(dim=-1)).float()
-        figures = {"draft_kl": kl.item(), "draft_agree": agree[is_right].mean().item()}
-        if bool((~is_right).any()):
-            figures["front_agree"] = agree[~is_right].mean().item()
-        return kl, figures
-
-    def ar_teacher(self, batch, ro, head, logits, loss) -> tuple[torch.Tensor, float, float] | None:
-        """KL(base || decoder) over the frontier rows (objective.CanvasBatch.frontier) whose target is not the hole's
-        end (the first pad: the base model never learnt that token, the decoder must), on the distributions over every
-        column but the pad's; and the cross-entropy there of the base model and of the decoder (the AR skill kept, in
-        nats per token)."""
-        front = batch.frontier & (batch.targets != self.pad_row)
-        if not bool(front.any()):
-            return None
-        rows = batch.rows[front]
-        t_logits = self.teacher_logits(batch, ro, head, rows)
-        t_logp = F.log_softmax(t_logits, dim=-1)
-        # the KL compares the two given that the hole goes on: the pad column is left out of both. The base model
-        # never ends a hole (log p(pad) about -40 on code), so a KL over the whole row taught the decoder never to
-        # end one either, on every frontier row, against the cross-entropy on the few rows that do end
-        keep = self.without_pad(t_logits)
-        s_cond = F.log_softmax(logits[front][:, keep], dim=-1)
-        t_cond = F.log_softmax(t_logits[:, keep], dim=-1)
-        kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1).mean()
-        base_ce = F.nll_loss(t_logp, batch.targets[front]).item()
-        return kl, base_ce, loss[front].detach().mean().item()
 
     def lr_at(self, step: int, base: float | None = None) -> float:
         return (self.opts.lr if base is None else base) * min(1.0, (step + 1) / max(1, self.opts.warmup))

@@ -139,11 +139,11 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     # the KL leaves the hole's end to the decoder: moving the decoder's pad logit alone does not change it, while
     # moving another column does
     seen = {}
-    teacher = run.ar_teacher
-    run.ar_teacher = lambda *a: seen.update(args=a) or teacher(*a)  # the last call's arguments
+    teacher = run.teachers.ar
+    run.teachers.ar = lambda *a: seen.update(args=a) or teacher(*a)  # the last call's arguments
     # until a chunk yields holes with frontier rows (the teacher is called then)
     _, info = chunk_until(run, lambda loss, info: "kl" in info, seeds=range(1, 50))
-    run.ar_teacher = teacher
+    run.teachers.ar = teacher
     batch, ro, head, logits, loss = seen["args"]
     kl = teacher(batch, ro, head, logits, loss)[0].item()
     bumped = logits.clone()
@@ -176,7 +176,7 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
         A.encoder_pass(run.model, torch.tensor([ids]), cache)
     ro = A.ReadOnlyCache.of(cache, batch=len(empty))
     dummy = torch.zeros(len(batch.targets), len(run.vocab))
-    assert run.ar_teacher(batch, ro, None, dummy, dummy[:, 0]) is None
+    assert run.teachers.ar(batch, ro, None, dummy, dummy[:, 0]) is None
 
 
 def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path):
@@ -197,11 +197,11 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
         for m in run.adapter.modules.values():
             m.lora_b.normal_(0, 0.5)
     seen = {}
-    scorer = run.verified_score_loss
-    run.verified_score_loss = lambda *a: seen.update(args=a) or scorer(*a)  # the last call's arguments
+    scorer = run.teachers.verified_score_loss
+    run.teachers.verified_score_loss = lambda *a: seen.update(args=a) or scorer(*a)  # the last call's arguments
     # a chunk can yield no hole: draw until one does
     _, info = chunk_until(run, lambda loss, info: "poe" in info)
-    run.verified_score_loss = scorer
+    run.teachers.verified_score_loss = scorer
     assert abs(info["poe"] - info["poe_base"]) < 1e-4, info  # w = 0: the base model's cross-entropy
     assert info["poe_acc"] == info["poe_base_acc"], info
     assert abs(info["poe_dec"] - info["poe_base"]) > 1e-3, info  # the decoder alone is another model
@@ -211,7 +211,7 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
     # there
     sel = batch.ltr & batch.frontier & (batch.targets != run.pad_row)
     assert 0 < int(sel.sum()) <= int(batch.frontier.sum()) == len(set((batch.rows // batch.ids.shape[1]).tolist()))
-    run.opts.poe_weight = 1.0
+    run.teachers.poe_weight = 1.0
     ce = scorer(batch, ro, head, logits)[0].item()
     assert ce != info["poe"]
     # w = 1: the mean of the two log-probabilities, renormalised (the engine's argmax, without double counting)
@@ -219,7 +219,7 @@ def test_verified_score_loss_is_the_engines_score_on_left_to_right_rows(tmp_path
 
     sel = batch.ltr & batch.frontier & (batch.targets != run.pad_row)
     keep = torch.arange(logits.shape[1]) != run.pad_row
-    base_lp = F.log_softmax(run.teacher_logits(batch, ro, head, batch.rows[sel])[:, keep], dim=-1)
+    base_lp = F.log_softmax(run.teachers.logits(batch, ro, head, batch.rows[sel])[:, keep], dim=-1)
     dec_lp = F.log_softmax(logits[sel][:, keep], dim=-1)
     tgt = batch.targets[sel] - (batch.targets[sel] > run.pad_row).long()
     assert abs(F.cross_entropy((base_lp + dec_lp) / 2, tgt).item() - ce) < 1e-4
@@ -261,23 +261,23 @@ def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
         for m in run.adapter.modules.values():
             m.lora_b.normal_(0, 0.5)
     seen = {}
-    drafter = run.draft_teacher
-    run.draft_teacher = lambda *a: seen.update(args=a) or drafter(*a)  # the last call's arguments
+    drafter = run.teachers.draft
+    run.teachers.draft = lambda *a: seen.update(args=a) or drafter(*a)  # the last call's arguments
     # a chunk can yield no hole, or holes of one token: draw until one has slots to draft
     _, info = chunk_until(run, lambda loss, info: "draft_kl" in info)
-    run.draft_teacher = drafter
+    run.teachers.draft = drafter
     assert "draft_kl" in info and info["draft_kl"] > 1e-4, info
     batch, ro, head, logits = seen["args"]
     right = batch.ltr & ~batch.frontier & (batch.targets != run.pad_row)
     assert bool(right.any())
     keep = torch.arange(logits.shape[1]) != run.pad_row
-    t_lp = F.log_softmax(run.teacher_logits(batch, ro, head, batch.rows[right])[:, keep], dim=-1)
+    t_lp = F.log_softmax(run.teachers.logits(batch, ro, head, batch.rows[right])[:, keep], dim=-1)
     s_lp = F.log_softmax(logits[right][:, keep], dim=-1)
     expected = (t_lp.exp() * (t_lp - s_lp)).sum(-1).mean().item()
     assert abs(info["draft_kl"] - expected) < 1e-4
     assert abs(info["draft_agree"] - (t_lp.argmax(-1) == s_lp.argmax(-1)).float().mean().item()) < 1e-6
     # the teacher's own logits on every scored row: nothing to learn, full agreement
-    taught = run.teacher_logits(batch, ro, head, batch.rows)
+    taught = run.teachers.logits(batch, ro, head, batch.rows)
     kl, figures = drafter(batch, ro, head, taught)
     assert abs(kl.item()) < 1e-5 and figures["draft_agree"] == 1.0, figures
     bumped = logits.clone()
