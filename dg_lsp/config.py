@@ -34,6 +34,9 @@ class Settings:
     # with verify_weight: a one-line answer is weighed against the lines the base model nearly wrote, at its first
     # this many hesitations, by the likelihood of the code after each (DenoiseParams.alternatives); 0 = off
     alternatives: int = 2
+    # with verify_weight: the decoder's passes see a hole of this many slots until the answer nears its end, then the
+    # whole hole (DenoiseParams.start_slots): a shorter canvas is a cheaper pass; 0 = the whole hole always
+    start_slots: int = 16
     length_strategy: str = "auto"  # auto | pad | search
     prefix_tokens: int = 1024
     suffix_tokens: int = 256
@@ -60,7 +63,7 @@ CLI_ONLY = frozenset({"trust_remote_code", "allow_pickle_weights"})
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
             "length_strategy": ("auto", "pad", "search")}
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
-           "verify_weight": (0.0, 100.0), "alternatives": (0, 8),
+           "verify_weight": (0.0, 100.0), "alternatives": (0, 8), "start_slots": (0, 1024),
            "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
            "max_lines": (1, 200), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
            "batch_documents": (0, 64)}

@@ -56,6 +56,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="with AR-verified decoding, weigh a one-line answer against the lines the base model nearly "
                         "wrote at its first N hesitations, by the likelihood of the code after each "
                         f"(DenoiseParams.alternatives; 0: off; default: the server's, {RunSettings.alternatives})")
+    g.add_argument("--start-slots", type=int, default=RunSettings.start_slots, metavar="N",
+                   help="with AR-verified decoding, the decoder's passes see a hole of N slots until the answer nears "
+                        "its end, then the whole hole (DenoiseParams.start_slots; 0: the whole hole always; "
+                        f"default: the server's, {RunSettings.start_slots})")
     g.add_argument("--length-strategy", choices=("auto", "pad", "search"), default="auto")
     g.add_argument("--hole-lengths", type=positive_ints, default=(4, 8, 16, 32),
                    help="candidates of --length-strategy search")
@@ -195,6 +199,7 @@ def run(args, argv: list[str]) -> int:
     _threads()
     settings = RunSettings(temperature=args.temperature, entropy_bound=args.entropy_bound,
                            verify_weight=args.verify_weight, alternatives=args.alternatives,
+                           start_slots=args.start_slots,
                            length_strategy=args.length_strategy, hole_lengths=args.hole_lengths, canvas=args.canvas,
                            max_prompt_tokens=args.max_prompt_tokens, max_new_tokens=args.max_new_tokens, seed=args.seed,
                            heal=not args.no_heal)

@@ -74,7 +74,8 @@ class Suggestion:
 def params_from(settings: Settings) -> DenoiseParams:
     return DenoiseParams(max_steps=settings.max_steps, temperature=settings.temperature,
                          entropy_bound=settings.entropy_bound, seed=settings.seed, deadline_ms=settings.deadline_ms,
-                         verify_weight=settings.verify_weight, alternatives=settings.alternatives)
+                         verify_weight=settings.verify_weight, alternatives=settings.alternatives,
+                         start_slots=settings.start_slots)
 
 
 @dataclass
@@ -106,7 +107,7 @@ class CompletionService:
         s = self.settings
         ctx = extract_context(req.document, req.language_id, req.line, req.column, end=req.end,
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
-        variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.seed, s.deadline_ms, s.length_strategy,
+        variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.start_slots, s.seed, s.deadline_ms, s.length_strategy,
                    s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
         suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)

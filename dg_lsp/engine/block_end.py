@@ -31,6 +31,12 @@ class BlockEnd:
         """`block_end_slot` under this rule."""
         return block_end_slot(pieces, self.heal, self.indent, self.max_lines, self.rest_of_line)
 
+    def leading_end(self, taken: list[bool], columns: list[int]) -> int | None:
+        """Over a row's hole slots in order (`taken`: whether each is accepted or kept; `columns`: its logit column):
+        `end_slot` of the leading run of taken slots, None where there is none or it decides nothing yet."""
+        run = next((i for i, t in enumerate(taken) if not t), len(taken))
+        return self.end_slot([self.texts[c] for c in columns[:run]]) if run else None
+
 
 def block_end_slot(pieces: list[str | None], heal: str, indent: int, max_lines: int | None,
                    rest_of_line: bool = False) -> int | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from . import sampler
+from .active_hole import ActiveHole
 from .block_end import BlockEnd
 from .canvas import BANNED, InfillCanvas
 from .runner import ModelRunner
@@ -147,17 +148,9 @@ class DenoiseLoop:
         same = (unchanged & (new_argmax == new_current)).cpu()
         hole = hole.cpu()
         for row in range(new_current.shape[0]):
-            slots = hole[row].nonzero().squeeze(-1).tolist()
-            run = []
-            for pos in slots:  # left to right, accepted slots are the hole's leading ones
-                if not bool(accepted[row, pos]):
-                    break
-                run.append(pos)
-            if not run:
-                continue
-            pieces = [block_end.texts[c] for c in columns[row, run].tolist()]
-            k = block_end.end_slot(pieces)
-            if k is not None and bool(same[row, run[:k + 1]].all()):
+            slots = hole[row].nonzero().squeeze(-1).tolist()  # left to right, accepted slots are the leading ones
+            k = block_end.leading_end(accepted[row, slots].tolist(), columns[row, slots].tolist())
+            if k is not None and bool(same[row, slots[:k + 1]].all()):
                 done[row] = True
         return done
 
@@ -271,6 +264,7 @@ class DenoiseLoop:
         forwards = torch.zeros(b, dtype=torch.int, device=dev)
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
         t_hi = max(params.temperature, 1e-6)
+        view = ActiveHole.of(canvas, params.start_slots, self.runner)  # engine/active_hole.py
 
         def draft(remaining: int):
             """A decoder pass over the kept slots (the open ones [MASK]) and its drafts: (raw, decoder argmax
@@ -278,10 +272,19 @@ class DenoiseLoop:
             nonlocal forwards
             forwards += (~finished).int()
             base_canvas = torch.where(kept | pinned, current, mask_tokens)
-            raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
+            if view is not None:
+                view.widen_for(next((p for p in slots[0] if not bool(kept[0, p])), length))
+            raw = None
+            if view is not None and not view.whole:  # a narrowed pass, unless it ends the hole inside a line
+                raw = constrain(view.decode(base_canvas, cache, positions, bool(layout)), canvas, biases)
+                if view.ends_mid_line(raw, base_canvas, kept, slots[0]):  # widened: this pass runs again, whole
+                    forwards += (~finished).int()
+                    raw = None
+            if raw is None:
+                raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
-            open_ = hole & ~kept & ~finished[:, None]
+            open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
             drafts = sampler.left_to_right_accept(entropy, params.entropy_bound, open_, torch.zeros_like(open_)) & open_
             best_cols = raw.argmax(dim=-1)
             return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
@@ -374,16 +377,7 @@ class DenoiseLoop:
     def _block_kept(self, block_end: BlockEnd, row: torch.LongTensor, kept: torch.BoolTensor,
                     slots: list[int]) -> bool:
         """Whether a row's leading kept slots already decide where its shown block ends (block_end.block_end_slot)."""
-        run = []
-        for p in slots:
-            if not bool(kept[p]):
-                break
-            run.append(p)
-        if not run:
-            return False
-        columns = self.runner.columns_of(row[run]).tolist()
-        pieces = [block_end.texts[c] for c in columns]
-        return block_end.end_slot(pieces) is not None
+        return block_end.leading_end(kept[slots].tolist(), self.runner.columns_of(row[slots]).tolist()) is not None
 
 
 def _interrupted(cancel: threading.Event | None, deadline: float | None, steps: int) -> tuple[bool, bool]:

@@ -138,6 +138,8 @@ class InfillLifecycle:
             # nothing, so the first slot writes on the cursor's line (or ends the hole: the pad stays allowed)
             on_line = ~self.opens_a_line()
             canvas.first_columns = on_line if canvas.first_columns is None else canvas.first_columns & on_line
+        if request.params.start_slots and self.loop.verifies(request.params):
+            canvas.break_columns = self.token_texts("\n", "in")
         if request.rest_of_line and not request.line_only and self.loop.verifies(request.params):
             canvas.line_breaks = self.token_texts("\n", "in")
         if self.loop.left_to_right:

@@ -32,6 +32,9 @@ class DenoiseParams:
     # with AR-verified decoding, a one-line answer is weighed against the lines the base model nearly wrote, at its
     # first this many hesitations, by the likelihood of the code after each (engine/alternatives.py). 0: off
     alternatives: int = 0
+    # with AR-verified decoding of a one-row canvas, the decoder's passes see a hole of this many slots until the walk
+    # nears its end, then the whole hole (engine/active_hole.py). None or 0: the whole hole from the start
+    start_slots: int | None = None
 
 
 @dataclass

@@ -63,6 +63,7 @@ _PARAM_FIELDS = {
     "reference_sampling": ((bool,), None),
     "verify_weight": ((int, float, type(None)), (0.0, 100.0)),
     "alternatives": ((int,), (0, 8)),
+    "start_slots": ((int, type(None)), (0, 1024)),
 }
 
 

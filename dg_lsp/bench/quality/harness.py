@@ -47,7 +47,7 @@ class Config:
         s = self.settings
         out = {"label": self.label, "mode": self.mode, "via": self.via, "max_steps": self.max_steps,
                "temperature": s.temperature, "entropy_bound": s.entropy_bound, "verify_weight": s.verify_weight,
-               "alternatives": s.alternatives,
+               "alternatives": s.alternatives, "start_slots": s.start_slots,
                "length_strategy": s.length_strategy,
                "hole_lengths": list(s.hole_lengths), "canvas": s.canvas, "max_new_tokens": s.max_new_tokens,
                "heal": s.heal}

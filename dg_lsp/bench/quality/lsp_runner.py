@@ -30,7 +30,8 @@ def server_settings(s: RunSettings, extra: dict | None = None) -> dict:
     """
     settings = {"maxSteps": s.steps, "temperature": s.temperature, "entropyBound": s.entropy_bound,
                 "lengthStrategy": s.length_strategy, "seed": s.seed, "prefixTokens": s.max_prompt_tokens,
-                "verifyWeight": s.verify_weight, "alternatives": s.alternatives}
+                "verifyWeight": s.verify_weight, "alternatives": s.alternatives,
+                "startSlots": s.start_slots}
     settings.update(extra or {})
     return settings
 

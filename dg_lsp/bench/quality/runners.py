@@ -35,6 +35,7 @@ class RunSettings:
     entropy_bound: float = 0.1
     verify_weight: float | None = SERVER_DEFAULTS.verify_weight  # DenoiseParams.verify_weight; None: off
     alternatives: int = SERVER_DEFAULTS.alternatives  # DenoiseParams.alternatives; 0: off
+    start_slots: int = SERVER_DEFAULTS.start_slots  # DenoiseParams.start_slots; 0: the whole hole
     length_strategy: str = "auto"  # auto | pad | search
     hole_lengths: tuple[int, ...] = (4, 8, 16, 32)
     canvas: int | None = None  # pad-fill hole length; None: the model's canvas_length
@@ -132,7 +133,8 @@ class EngineRunner:
         self._view: tuple[Task, EditorView] | None = None
         self.params = DenoiseParams(max_steps=settings.steps, temperature=settings.temperature,
                                     entropy_bound=settings.entropy_bound, seed=settings.seed,
-                                    verify_weight=settings.verify_weight, alternatives=settings.alternatives)
+                                    verify_weight=settings.verify_weight, alternatives=settings.alternatives,
+                                    start_slots=settings.start_slots)
         if settings.canvas:
             # The pad-fill hole is the model's canvas length; the engine exposes no per-request knob.
             engine.runner.canvas_length = settings.canvas
