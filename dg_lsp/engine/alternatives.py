@@ -102,6 +102,8 @@ class _Branch:
     draft: list[int]  # what the answer wrote after the branch point: the next pass checks it
     text: str | None = None  # the finished line (the answer's part, unhealed)
     done: bool = False
+    held: list | None = None  # the base model's keys and values of the row's first tokens (lead + ids), per layer
+    n_held: int = 0  # how many: a pass feeds the row from there
 
 
 class Alternatives:
@@ -217,6 +219,22 @@ class Alternatives:
         positions = torch.arange(start, start + width, dtype=torch.long).unsqueeze(0).expand(len(rows), -1)
         return self.runner.base_hidden(ids, cache, positions), ids
 
+    def _forward_held(self, live: list[_Branch], lead: list[int], start: int, cache):
+        """One causal base pass feeding each branch its tokens (lead + ids + draft) after those it holds keys and
+        values for (adapter.RowsCache, where the runner takes one; else every token): (hidden [B, W, H], the cache
+        view or None)."""
+        if not getattr(self.runner, "holds_rows", False):
+            for b in live:
+                b.held, b.n_held = None, 0
+            return self._forward([b.ids + b.draft for b in live], lead, start, cache)[0], None
+        rows = [(lead + b.ids + b.draft)[b.n_held:] for b in live]
+        width = max(len(r) for r in rows)
+        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
+        positions = torch.tensor([[start + b.n_held + j for j in range(width)] for b in live], dtype=torch.long)
+        view = self.runner.rows_cache(cache, [b.held for b in live])
+        return self.runner.base_hidden(ids, view, positions), view
+
     def _score(self, seqs: list[list[int]], lead: list[int], start: int, cache):
         """log p(seq | prompt, lead) under the base model for each sequence (float). A token outside the restricted vocabulary is scored with its own logit beside the
         restricted ones (the normaliser then lacks the rest of the full vocabulary, a small overestimate)."""
@@ -263,12 +281,13 @@ class Alternatives:
         for b in live:
             if not b.draft:
                 b.draft = lookup(b.ids, context)
-        hidden, _ = self._forward([b.ids + b.draft for b in live], lead, start, cache)
+        hidden, view = self._forward_held(live, lead, start, cache)
         best_cols = self.runner.head_logits(hidden).argmax(dim=-1)
         best = self.runner.ids_of(best_cols).tolist()
         texts = self.lc.column_texts()
-        for b, row, cols in zip(live, best, best_cols.tolist()):
-            k = len(lead) - 1 + len(b.ids)  # the row that predicts the token after b.ids
+        for i, (b, row, cols) in enumerate(zip(live, best, best_cols.tolist())):
+            fed = len(lead) + len(b.ids)  # the row's tokens before its draft
+            k = fed - 1 - b.n_held  # the fed row that predicts the token after b.ids
             q = 0  # drafted tokens kept so far
             while True:
                 if texts[cols[k + q]] is None:  # an end or special token: the line ends here
@@ -290,6 +309,8 @@ class Alternatives:
                 later = rest[1:1 + REALIGN].index(tid) + 1 if tid in rest[1:1 + REALIGN] else 0
                 b.draft = rest[later + 1:] if q > 0 or later > 0 else []
                 break
+            if view is not None and not b.done:  # the tokens fed as kept: the answer's, its own and the agreed drafts
+                b.held, b.n_held = view.kept(i, fed + q - b.n_held), fed + q
 
     def _finish(self, b: _Branch, heal: str, mode: str, ended: bool = False) -> None:
         """Mark a branch done where its text ends the line (mode "whole": after the line break; "end": before it),

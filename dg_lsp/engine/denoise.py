@@ -265,6 +265,8 @@ class DenoiseLoop:
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
         t_hi = max(params.temperature, 1e-6)
         view = ActiveHole.of(canvas, params.start_slots, self.runner)  # engine/active_hole.py
+        # one row: the base passes keep the kept slots' keys and values and run from the last kept token on
+        walk = self.runner.walk_cache(cache) if b == 1 and hasattr(self.runner, "walk_cache") else None
 
         def draft(remaining: int):
             """A decoder pass over the kept slots (the open ones [MASK]) and its drafts: (raw, decoder argmax
@@ -303,7 +305,7 @@ class DenoiseLoop:
                               for r in range(b) if not bool(finished[r])), default=0)
             width = min(length, max(int(reach) + 2, first_open + 1))
             forwards += (~finished).int()  # a base pass is a forward too: tokens_per_forward counts both kinds
-            base = constrain(self.runner.verify(current, cache, positions, width), _narrow(canvas, width),
+            base = constrain(self.runner.verify(current, cache, positions, width, walk), _narrow(canvas, width),
                              [(col, bias[:, :width]) for col, bias in biases])
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
@@ -364,6 +366,8 @@ class DenoiseLoop:
                     finished[r] = True
             if bool(finished.all()) or remaining == 1:
                 break
+            if walk is not None:  # the tokens fed up to the last kept one were all kept: their keys and values hold
+                walk.commit(next(p for p in slots[0] if not bool(kept[0, p])) - 1 - walk.length)
             raw, decoder_best, current = draft(remaining - 1)
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)

@@ -95,26 +95,45 @@ class Gemma3Runner(ModelRunner):
 
     verifies = True  # verify(): the base model's causal logits over a canvas (DenoiseLoop's AR-verified decoding)
 
+    def walk_cache(self, cache) -> A.WalkCache:
+        """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""
+        return A.WalkCache.of(cache, batch=1)
+
     @torch.inference_mode()
-    def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int) -> torch.Tensor:
+    def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int,
+               walk: A.WalkCache | None = None) -> torch.Tensor:
         """The base model (adapters off), causal over the canvas's first `width` positions after the same cache view
         as a decoder pass: logits [B, width, V'] (float32, over `output_ids`), realigned as decode()'s, so position j
         holds the pretrained next-token prediction after the canvas up to j - 1 (position 0, the pinned lead, holds
         the lead's own row and is never read). The AR twin's prediction, exact wherever the tokens left of j are the
-        answer's."""
+        answer's. With `walk` (walk_cache, holding the canvas's first `walk.length` positions) the pass runs from
+        there: positions up to `walk.length` hold zeros (the walk has kept them), and the positions after hold the
+        same predictions."""
         b = canvas.shape[0]
-        hidden = self.base_hidden(canvas[:, :width], cache, position_ids[:, :width].expand(b, -1))
-        small = self.head_logits(hidden)  # row j -> j + 1
-        return torch.cat([small[:, :1], small[:, :-1]], dim=1)
+        start = 0 if walk is None else walk.length
+        hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk,
+                                  position_ids[:, start:width].expand(b, -1))
+        small = self.head_logits(hidden)  # row i -> position start + i + 1
+        if walk is None:
+            return torch.cat([small[:, :1], small[:, :-1]], dim=1)
+        out = small.new_zeros(b, width, small.shape[-1])
+        out[:, start + 1:] = small[:, :width - start - 1]
+        return out
 
     scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
+
+    holds_rows = True  # rows_cache(): the alternatives' rows feed only their new tokens
+
+    def rows_cache(self, cache, held: list) -> A.RowsCache:
+        """A base-pass cache view: the prompt's `cache`, then each row's held keys and values (adapter.RowsCache)."""
+        return A.RowsCache.of(cache, held)
 
     @torch.inference_mode()
     def base_hidden(self, ids: torch.LongTensor, cache, position_ids: torch.LongTensor) -> torch.Tensor:
         """The base model (adapters off), causal over `ids` [B, W] at `position_ids` [B, W] after the cache (read
         only): final-norm hidden states [B, W, H], row j the pretrained prediction of token j + 1."""
         b, width = ids.shape
-        ro = A.ReadOnlyCache.of(cache, batch=b)
+        ro = cache if isinstance(cache, A.ReadOnlyCache) else A.ReadOnlyCache.of(cache, batch=b)
         masks = A.open_masks(ro, self.text_config.layer_types, b, width, self.device)
         return A.base_causal_hidden(self.model, ids.to(self.device), position_ids.to(self.device), ro, masks)
 

@@ -164,6 +164,27 @@ def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_t
             assert best == ids_b[k]
 
 
+def test_rows_that_hold_their_first_tokens_get_the_hidden_states_of_a_whole_pass(engine):
+    # the alternatives' passes (adapter.RowsCache): rows of different lengths hold their first tokens' keys and
+    # values and are fed only the tokens after them, and get what one pass over each whole row gives
+    started = engine.lifecycle.start(_request())
+    runner, cache, start = engine.runner, started.cache, len(started.prompt)
+    rows = [[5, 6, 7, 8, 9], [10, 11, 12]]
+    whole = [runner.base_hidden(torch.tensor([r]), cache, torch.arange(start, start + len(r)).unsqueeze(0))[0]
+             for r in rows]
+    view = runner.rows_cache(cache, [None, None])
+    first = runner.base_hidden(torch.tensor([[5, 6, 7], [10, 11, 0]]), view,
+                               torch.tensor([[start, start + 1, start + 2]] * 2))
+    assert torch.allclose(first[0], whole[0][:3], atol=1e-5) and torch.allclose(first[1, :2], whole[1][:2], atol=1e-5)
+    held = [view.kept(0, 2), view.kept(1, 1)]  # row 0 holds 5 6, row 1 holds 10
+    view = runner.rows_cache(cache, held)
+    assert view.lengths == [2, 1]
+    second = runner.base_hidden(torch.tensor([[7, 8, 9], [11, 12, 0]]), view,
+                                torch.tensor([[start + 2, start + 3, start + 4], [start + 1, start + 2, start + 3]]))
+    assert torch.allclose(second[0], whole[0][2:], atol=1e-5)
+    assert torch.allclose(second[1, :2], whole[1][1:], atol=1e-5)
+
+
 def test_alternatives_leave_the_answer_alone_where_they_do_not_apply(engine, unsure):
     alt = engine.lifecycle.alternatives
     # off

@@ -105,7 +105,7 @@ def test_every_agreed_draft_keeps_the_token_after_it_too(engine, monkeypatch):
         real = real_decode(canvas, *args, **kwargs)
         return oracle(real.shape, 1)
 
-    def verify(canvas, cache, positions, width):
+    def verify(canvas, cache, positions, width, walk=None):
         seen["verify"] += 1
         return oracle((canvas.shape[0], width, len(runner.output_ids)), 1)
 
@@ -145,7 +145,7 @@ def test_the_decoder_ends_the_hole_only_where_it_saw_what_was_kept(engine, monke
             logits[:, j, col] = 8.0
         return logits
 
-    def verify(canvas, cache, positions, w):
+    def verify(canvas, cache, positions, w, walk=None):
         logits = torch.zeros(canvas.shape[0], w, width)
         for j in range(w):
             logits[:, j, answer[(j - 1) % len(answer)]] = 8.0
@@ -180,7 +180,7 @@ def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
 
     monkeypatch.setattr(runner, "decode", lambda canvas, *a, **k: oracle((canvas.shape[0], canvas.shape[1], width),
                                                                          a_cols))
-    monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w: oracle((canvas.shape[0], w, width),
+    monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w, walk=None: oracle((canvas.shape[0], w, width),
                                                                                       b_cols))
     params = DenoiseParams(temperature=0.0, max_steps=6, entropy_bound=1e9, verify_weight=10.0)
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
@@ -208,7 +208,7 @@ def test_where_the_cursor_ends_a_line_of_code_the_base_model_ends_the_line(engin
             logits[:, j, answer[0] if j == 1 else runner.pad_column] = 8.0
         return logits
 
-    def verify(canvas, cache, positions, w):
+    def verify(canvas, cache, positions, w, walk=None):
         logits = torch.zeros(canvas.shape[0], w, width)
         for j in range(w):
             logits[:, j, answer[min(j - 1, len(answer) - 1)] if j >= 1 else answer[0]] = 8.0
@@ -228,3 +228,30 @@ def test_where_the_cursor_ends_a_line_of_code_the_base_model_ends_the_line(engin
     line = fill(rest_of_line=True, **ends)
     # the line, up to the base model's line break, and not the base model's next line
     assert line.text.rstrip("\n") == engine.tokenizer.decode(words)
+
+
+def test_a_walk_cache_gives_the_same_base_predictions_from_the_last_kept_token(engine):
+    # the walk's base passes (runner.verify with runner.walk_cache) run from the last kept token on: the positions
+    # after it get the predictions a pass over the whole canvas gives
+    params = DenoiseParams(temperature=0.0, verify_weight=0.0)
+    started = engine.lifecycle.start(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False,
+                                                   reuse_prefix=False))
+    runner, canvas = engine.runner, started.canvas
+    ids = canvas.canvas_ids.clone()
+    words = engine.tokenizer(" b + c * d - e + f", add_special_tokens=False)["input_ids"][:8]
+    ids[0, 1:1 + len(words)] = torch.tensor(words)
+    positions = canvas.position_ids()
+    full = runner.verify(ids, started.cache, positions, 9)
+    walk = runner.walk_cache(started.cache)
+    first = runner.verify(ids, started.cache, positions, 5, walk)  # nothing held yet: from the canvas's start
+    assert torch.allclose(first[:, 1:5], full[:, 1:5], atol=1e-4)
+    walk.commit(3)  # positions 0-2 were fed as kept
+    second = runner.verify(ids, started.cache, positions, 9, walk)
+    assert walk.length == 3 and bool((second[:, :4] == 0).all())
+    assert torch.allclose(second[:, 4:], full[:, 4:], atol=1e-4)
+    walk.commit(2)
+    third = runner.verify(ids, started.cache, positions, 9, walk)
+    assert walk.length == 5 and torch.allclose(third[:, 6:], full[:, 6:], atol=1e-4)
+    walk.commit(1)
+    walk.commit(1)  # no pass since the last commit: nothing changes
+    assert walk.length == 6
