@@ -57,7 +57,7 @@ class ActiveHole:
         return torch.cat([torch.arange(end), torch.arange(self.lead + self.hole, self.length)])
 
     def open(self) -> torch.BoolTensor:
-        """[1, L] the canvas positions inside the decoder's hole (or outside the hole)."""
+        """[1, L] False on the hole slots the decoder does not see (no draft there), True elsewhere."""
         inside = torch.ones(1, self.length, dtype=torch.bool)
         inside[:, self.lead + self.slots:self.lead + self.hole] = False
         return inside
@@ -70,8 +70,8 @@ class ActiveHole:
         front = next((i for i, p in enumerate(slots) if not bool(kept[0, p])), None)
         if front is None or int(raw[0, slots[front]].argmax()) != self.runner.pad_column:
             return False
-        last = int(ids[0, slots[front - 1]]) if front > 0 else None
-        if last is not None and self.breaks is not None and bool(self.breaks[self.runner.column_of(last)]):
+        column = self.runner.column_of(int(ids[0, slots[front - 1]])) if front > 0 else None
+        if column is not None and self.breaks is not None and bool(self.breaks[column]):
             return False
         self.slots = self.hole
         return True
