@@ -238,7 +238,10 @@ class DenoiseLoop:
         A row stops when it keeps an end (a pad; a line break where `canvas.ends` and `end_slots` allow it), when
         its kept slots decide the block's end (`canvas.block_end`), or when its hole is all kept; the slots after
         an end are returned as pads. w = 0 gives the base model's greedy answer (restricted vocabulary), ended
-        where the decoder ends the hole; any w gives the base model's choice everywhere but at a walk's first slot."""
+        where the decoder ends the hole; any w gives the base model's choice everywhere but at a walk's first slot.
+        With params.start_slots the decoder's passes see a narrowed hole until the walk nears its end
+        (engine/active_hole.py); a one-row walk's base passes hold the kept slots' keys and values
+        (runner.walk_cache)."""
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
@@ -265,7 +268,6 @@ class DenoiseLoop:
         slots = [hole[r].nonzero().flatten().tolist() for r in range(b)]
         t_hi = max(params.temperature, 1e-6)
         view = ActiveHole.of(canvas, params.start_slots, self.runner)  # engine/active_hole.py
-        # one row: the base passes keep the kept slots' keys and values and run from the last kept token on
         walk = self.runner.walk_cache(cache) if b == 1 and hasattr(self.runner, "walk_cache") else None
 
         def draft(remaining: int):
