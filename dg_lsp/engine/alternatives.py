@@ -103,7 +103,11 @@ class _Branch:
     text: str | None = None  # the finished line (the answer's part, unhealed)
     done: bool = False
     held: list | None = None  # the base model's keys and values of the row's first tokens (lead + ids), per layer
-    n_held: int = 0  # how many: a pass feeds the row from there
+
+    @property
+    def n_held(self) -> int:
+        """How many tokens `held` covers: a pass feeds the row from there."""
+        return 0 if self.held is None else self.held[0][0].shape[-2]
 
 
 class Alternatives:
@@ -221,12 +225,7 @@ class Alternatives:
 
     def _forward_held(self, live: list[_Branch], lead: list[int], start: int, cache):
         """One causal base pass feeding each branch its tokens (lead + ids + draft) after those it holds keys and
-        values for (adapter.RowsCache, where the runner takes one; else every token): (hidden [B, W, H], the cache
-        view or None)."""
-        if not getattr(self.runner, "holds_rows", False):
-            for b in live:
-                b.held, b.n_held = None, 0
-            return self._forward([b.ids + b.draft for b in live], lead, start, cache)[0], None
+        values for (adapter.RowsCache): (hidden [B, W, H], the cache view)."""
         rows = [(lead + b.ids + b.draft)[b.n_held:] for b in live]
         width = max(len(r) for r in rows)
         pad = self.lc.pad_id if self.lc.pad_id is not None else 0
@@ -309,8 +308,8 @@ class Alternatives:
                 later = rest[1:1 + REALIGN].index(tid) + 1 if tid in rest[1:1 + REALIGN] else 0
                 b.draft = rest[later + 1:] if q > 0 or later > 0 else []
                 break
-            if view is not None and not b.done:  # the tokens fed as kept: the answer's, its own and the agreed drafts
-                b.held, b.n_held = view.kept(i, fed + q - b.n_held), fed + q
+            if not b.done:  # the tokens fed as kept: the answer's, its own and the agreed drafts
+                b.held = view.kept(i, fed + q - b.n_held)
 
     def _finish(self, b: _Branch, heal: str, mode: str, ended: bool = False) -> None:
         """Mark a branch done where its text ends the line (mode "whole": after the line break; "end": before it),

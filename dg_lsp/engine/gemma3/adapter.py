@@ -258,42 +258,6 @@ class ReadOnlyCache:
         return torch.cat([k, key_states], dim=-2), torch.cat([v, value_states], dim=-2)
 
 
-class WalkCache(ReadOnlyCache):
-    """An AR-verified walk's base-model cache (speculative decoding's): the prompt's keys and values, read only, then
-    those of the canvas positions the walk has kept, so that a base pass runs only from the last kept token on.
-    Each pass's new keys and values are recorded; `commit` keeps the first ones (those fed with kept tokens)."""
-
-    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]]):
-        super().__init__(layers)
-        self.length = 0  # canvas positions held, from the canvas's first
-        self._kept: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(layers)
-        self._new: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(layers)
-
-    def stored_length(self, layer_idx: int) -> int:
-        return super().stored_length(layer_idx) + self.length
-
-    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
-        self._new[layer_idx] = (key_states, value_states)
-        k, v = self._layers[layer_idx]
-        parts_k, parts_v = [k.to(key_states.dtype)], [v.to(value_states.dtype)]
-        if self._kept[layer_idx] is not None:
-            parts_k.append(self._kept[layer_idx][0])
-            parts_v.append(self._kept[layer_idx][1])
-        return torch.cat(parts_k + [key_states], dim=-2), torch.cat(parts_v + [value_states], dim=-2)
-
-    def commit(self, count: int) -> None:
-        """Hold the first `count` positions of the last pass too (its tokens from `length` on, fed as kept). Without a
-        pass through this cache since the last commit, nothing changes (the next pass runs from `length` again)."""
-        new_layers, self._new = self._new, [None] * len(self._new)
-        if count <= 0 or any(new is None for new in new_layers):
-            return
-        for i, new in enumerate(new_layers):
-            nk, nv = new[0][..., :count, :], new[1][..., :count, :]
-            old = self._kept[i]
-            self._kept[i] = (nk, nv) if old is None else (torch.cat([old[0], nk], -2), torch.cat([old[1], nv], -2))
-        self.length += count
-
-
 class RowsCache(ReadOnlyCache):
     """Rows of different lengths after one prompt (the suggested alternatives' lines, engine/alternatives.py): the
     prompt's keys and values, read only, then each row's own held ones (`held[r]`: per layer (keys [Hkv, n, D],
@@ -348,6 +312,32 @@ class RowsCache(ReadOnlyCache):
             k, v = nk[row, :, :count], nv[row, :, :count]
             out.append((k, v) if held is None else (torch.cat([held[i][0], k], -2), torch.cat([held[i][1], v], -2)))
         return out
+
+
+class WalkCache:
+    """An AR-verified walk's base-model cache (speculative decoding's): the keys and values of the canvas positions a
+    one-row walk has kept, over the prompt's cache, so that a base pass runs only from the last kept token on. Each
+    pass reads it through `view()` (a one-row RowsCache); `commit` keeps the first new positions of that pass."""
+
+    def __init__(self, cache):
+        self.cache = cache
+        self.held: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        self.length = 0  # canvas positions held, from the canvas's first
+        self._view: RowsCache | None = None
+
+    def view(self) -> RowsCache:
+        self._view = RowsCache.of(self.cache, [self.held])
+        return self._view
+
+    def commit(self, count: int) -> None:
+        """Hold the first `count` positions of the last pass too (its tokens from `length` on, fed as kept). Without a
+        pass through `view()` since the last commit, nothing changes (the next pass runs from `length` again)."""
+        view, self._view = self._view, None
+        if view is None or count <= 0:
+            return
+        held = view.kept(0, count)
+        if held is not self.held:
+            self.held, self.length = held, self.length + count
 
 
 def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length: int, device=None):

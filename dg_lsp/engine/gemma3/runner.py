@@ -97,7 +97,7 @@ class Gemma3Runner(ModelRunner):
 
     def walk_cache(self, cache) -> A.WalkCache:
         """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""
-        return A.WalkCache.of(cache, batch=1)
+        return A.WalkCache(cache)
 
     @torch.inference_mode()
     def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int,
@@ -111,7 +111,7 @@ class Gemma3Runner(ModelRunner):
         same predictions."""
         b = canvas.shape[0]
         start = 0 if walk is None else walk.length
-        hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk,
+        hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk.view(),
                                   position_ids[:, start:width].expand(b, -1))
         small = self.head_logits(hidden)  # row i -> position start + i + 1
         if walk is None:
@@ -121,8 +121,6 @@ class Gemma3Runner(ModelRunner):
         return out
 
     scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
-
-    holds_rows = True  # rows_cache(): the alternatives' rows feed only their new tokens
 
     def rows_cache(self, cache, held: list) -> A.RowsCache:
         """A base-pass cache view: the prompt's `cache`, then each row's held keys and values (adapter.RowsCache)."""
