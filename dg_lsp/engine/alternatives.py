@@ -225,7 +225,7 @@ class Alternatives:
 
     def _forward_held(self, live: list[_Branch], lead: list[int], start: int, cache):
         """One causal base pass feeding each branch its tokens (lead + ids + draft) after those it holds keys and
-        values for (adapter.RowsCache): (hidden [B, W, H], the cache view)."""
+        values for (cache_view.RowsCache): (hidden [B, W, H], the cache view)."""
         rows = [(lead + b.ids + b.draft)[b.n_held:] for b in live]
         width = max(len(r) for r in rows)
         pad = self.lc.pad_id if self.lc.pad_id is not None else 0

@@ -34,6 +34,7 @@ def main(argv=None) -> int:
     from transformers import DynamicCache
 
     from ...engine.gemma3 import adapter as A
+    from ...engine.gemma3 import cache_view as C
     from ...engine.gemma3.build import build
     from ...train.gemma import data, objective
     from ...train.gemma.trainer import Options, Run
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
         for ids, holes in chunks:
             cache = DynamicCache(config=run.cfg)
             A.encoder_pass(run.model, torch.tensor([ids]), cache)
-            ro = A.ReadOnlyCache.of(cache, batch=len(holes))
+            ro = C.ReadOnlyCache.of(cache, batch=len(holes))
             b = objective.build(holes, len(ids), run.layer_kinds, run.mask_id, run.pad_id, run.vocab.to_rows, rng,
                                 ltr=1.0)
             hidden = A.decoder_hidden(run.model, run.adapter, b.ids, b.positions, ro, b.masks, b.pinned)

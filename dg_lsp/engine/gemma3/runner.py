@@ -19,6 +19,7 @@ import torch
 from ..canvas import BANNED
 from ..runner import ModelRunner, head_logits
 from . import adapter as A
+from . import cache_view as C
 from .vocab import OutputVocab
 
 
@@ -74,9 +75,9 @@ class Gemma3Runner(ModelRunner):
         b, length = canvas.shape
         canvas = canvas.to(self.device)
         if mask is None:
-            mask = A.open_masks(A.ReadOnlyCache.of(cache), self.text_config.layer_types, b, length, self.device)
+            mask = C.open_masks(C.ReadOnlyCache.of(cache), self.text_config.layer_types, b, length, self.device)
         positions = position_ids.to(self.device).expand(b, -1)
-        ro = A.ReadOnlyCache.of(cache, batch=b)
+        ro = C.ReadOnlyCache.of(cache, batch=b)
         if pinned is not None:
             pinned = pinned.to(self.device).expand(b, -1)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask, pinned)  # [B, L, H]
@@ -95,13 +96,13 @@ class Gemma3Runner(ModelRunner):
 
     verifies = True  # verify(): the base model's causal logits over a canvas (DenoiseLoop's AR-verified decoding)
 
-    def walk_cache(self, cache) -> A.WalkCache:
+    def walk_cache(self, cache) -> C.WalkCache:
         """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""
-        return A.WalkCache(cache)
+        return C.WalkCache(cache)
 
     @torch.inference_mode()
     def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int,
-               walk: A.WalkCache | None = None) -> torch.Tensor:
+               walk: C.WalkCache | None = None) -> torch.Tensor:
         """The base model (adapters off), causal over the canvas's first `width` positions after the same cache view
         as a decoder pass: logits [B, width, V'] (float32, over `output_ids`), realigned as decode()'s, so position j
         holds the pretrained next-token prediction after the canvas up to j - 1 (position 0, the pinned lead, holds
@@ -122,17 +123,17 @@ class Gemma3Runner(ModelRunner):
 
     scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
 
-    def rows_cache(self, cache, held: list) -> A.RowsCache:
-        """A base-pass cache view: the prompt's `cache`, then each row's held keys and values (adapter.RowsCache)."""
-        return A.RowsCache.of(cache, held)
+    def rows_cache(self, cache, held: list) -> C.RowsCache:
+        """A base-pass cache view: the prompt's `cache`, then each row's held keys and values (cache_view.RowsCache)."""
+        return C.RowsCache.of(cache, held)
 
     @torch.inference_mode()
     def base_hidden(self, ids: torch.LongTensor, cache, position_ids: torch.LongTensor) -> torch.Tensor:
         """The base model (adapters off), causal over `ids` [B, W] at `position_ids` [B, W] after the cache (read
         only): final-norm hidden states [B, W, H], row j the pretrained prediction of token j + 1."""
         b, width = ids.shape
-        ro = cache if isinstance(cache, A.ReadOnlyCache) else A.ReadOnlyCache.of(cache, batch=b)
-        masks = A.open_masks(ro, self.text_config.layer_types, b, width, self.device)
+        ro = cache if isinstance(cache, C.ReadOnlyCache) else C.ReadOnlyCache.of(cache, batch=b)
+        masks = C.open_masks(ro, self.text_config.layer_types, b, width, self.device)
         return A.base_causal_hidden(self.model, ids.to(self.device), position_ids.to(self.device), ro, masks)
 
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:

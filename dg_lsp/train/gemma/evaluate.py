@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from ...engine import healing
 from ...engine.gemma3 import adapter as A
+from ...engine.gemma3 import cache_view as C
 from . import data, objective
 
 HOLE_SLOTS = 32
@@ -24,7 +25,7 @@ def _cached(run, prompt_ids):
 
     cache = DynamicCache(config=run.cfg)
     A.encoder_pass(run.model, torch.tensor([prompt_ids]), cache)
-    return A.ReadOnlyCache.of(cache)
+    return C.ReadOnlyCache.of(cache)
 
 
 @torch.no_grad()
@@ -42,7 +43,7 @@ def greedy_infill(run, prefix: str, suffix: str, max_steps: int = 8, accept: flo
     ids = torch.tensor([[prompt[-1]] + [run.mask_id] * HOLE_SLOTS + head])
     width = ids.shape[1]
     pos = torch.arange(n_cached, n_cached + width)[None]
-    masks = A.open_masks(ro, run.cfg.layer_types, 1, width)
+    masks = C.open_masks(ro, run.cfg.layer_types, 1, width)
     pinned = torch.zeros(1, width, dtype=torch.bool)
     pinned[0, 1 + HOLE_SLOTS:] = True  # the suffix head
     w = run.vocab.head_weight(A.text_model(run.model).embed_tokens.weight)
@@ -98,7 +99,7 @@ def heldout_loss(run, n: int = 32) -> float:
             continue
         cache = DynamicCache(config=run.cfg)
         A.encoder_pass(run.model, torch.tensor([ids]), cache)
-        ro = A.ReadOnlyCache.of(cache, batch=len(holes))
+        ro = C.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), run.layer_kinds, run.mask_id, run.pad_id, run.vocab.to_rows, rng,
                                 noise=1.0)  # fully masked: the first denoising step
         hidden = A.decoder_hidden(run.model, run.adapter, batch.ids, batch.positions, ro, batch.masks, batch.pinned)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from ...engine.gemma3 import adapter as A
+from ...engine.gemma3 import cache_view as C
 from ...engine.gemma3.vocab import OutputVocab, byte_token_ids, choose
 from . import data, objective
 from .teachers import DRAFT_STATS, LOGGED_STATS, POE_STATS, TEACHER_STATS, Teachers
@@ -173,7 +174,7 @@ class Run:
         with torch.no_grad():
             cache = DynamicCache(config=self.cfg)
             A.encoder_pass(self.model, torch.tensor([ids]), cache)
-        ro = A.ReadOnlyCache.of(cache, batch=len(holes))
+        ro = C.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), self.layer_kinds, self.mask_id, self.pad_id, self.vocab.to_rows,
                                 self.rng, ltr=self.opts.ltr_noise)
         hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks, batch.pinned)

@@ -165,7 +165,7 @@ def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_t
 
 
 def test_rows_that_hold_their_first_tokens_get_the_hidden_states_of_a_whole_pass(engine):
-    # the alternatives' passes (adapter.RowsCache): rows of different lengths hold their first tokens' keys and
+    # the alternatives' passes (cache_view.RowsCache): rows of different lengths hold their first tokens' keys and
     # values and are fed only the tokens after them, and get what one pass over each whole row gives
     started = engine.lifecycle.start(_request())
     runner, cache, start = engine.runner, started.cache, len(started.prompt)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dg_lsp.engine.gemma3 import adapter as A
+from dg_lsp.engine.gemma3 import cache_view as C
 from dg_lsp.engine.gemma3.tiny import build_tiny, tiny_config
 from dg_lsp.engine.gemma3.vocab import OutputVocab
 from dg_lsp.engine.types import DenoiseParams, InfillRequest
@@ -60,7 +61,7 @@ def test_zero_adapter_lead_row_is_the_next_token_prediction():
         A.encoder_pass(dst, torch.tensor([ids[:-1]]), cache)
         masks = {k: torch.ones(1, 1, 1, len(ids), dtype=torch.bool) for k in ("full_attention", "sliding_attention")}
         hidden = A.decoder_hidden(dst, ad, torch.tensor([[ids[-1]]]), torch.tensor([[len(ids) - 1]]),
-                                  A.ReadOnlyCache.of(cache), masks)
+                                  C.ReadOnlyCache.of(cache), masks)
         got = dst.lm_head(hidden)[0, 0]
     assert torch.allclose(want, got, atol=1e-5), float((want - got).abs().max())
 
@@ -85,7 +86,7 @@ def test_closed_canvas_gate_makes_every_clean_row_the_next_token_prediction():
     pos = torch.arange(n_cached, n_cached + width)[None]
 
     def rows():
-        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks))[0, :4]
+        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, C.ReadOnlyCache.of(cache), masks))[0, :4]
 
     with torch.no_grad():
         closed = rows()
@@ -121,7 +122,7 @@ def test_mask_gate_hides_the_masks_to_the_right_but_not_the_tokens():
         masks = {k: torch.ones(1, 1, width, n_cached + width, dtype=torch.bool)
                  for k in ("full_attention", "sliding_attention")}
         pos = torch.arange(n_cached, n_cached + width)[None]
-        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks))[0, :4]
+        return dst.lm_head(A.decoder_hidden(dst, ad, canvas, pos, C.ReadOnlyCache.of(cache), masks))[0, :4]
 
     with torch.no_grad():
         two, six = rows(2), rows(6)
@@ -163,7 +164,7 @@ def test_suffix_gate_opens_the_suffix_head_but_not_the_slots_to_the_right():
         pos = torch.arange(n_cached, n_cached + width)[None]
         mark = torch.zeros(1, width, dtype=torch.bool)
         mark[0, width - len(head):] = True
-        hidden = A.decoder_hidden(dst, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks, mark if pinned else None)
+        hidden = A.decoder_hidden(dst, ad, canvas, pos, C.ReadOnlyCache.of(cache), masks, mark if pinned else None)
         return dst.lm_head(hidden)[0, :2]
 
     with torch.no_grad():
@@ -229,7 +230,7 @@ def test_read_only_cache_is_not_changed():
         before = [layer.keys.clone() for layer in cache.layers]
         masks = {k: torch.ones(2, 1, 3, 7, dtype=torch.bool) for k in ("full_attention", "sliding_attention")}
         A.decoder_hidden(dst, ad, torch.tensor([[42, 3, 3], [42, 3, 3]]), torch.tensor([[3, 4, 5]]).expand(2, -1),
-                         A.ReadOnlyCache.of(cache, batch=2), masks)
+                         C.ReadOnlyCache.of(cache, batch=2), masks)
     assert cache.get_seq_length() == 4
     assert all(torch.equal(b, layer.keys) for b, layer in zip(before, cache.layers))
 

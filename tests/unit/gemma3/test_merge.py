@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from dg_lsp.engine.gemma3 import adapter as A
+from dg_lsp.engine.gemma3 import cache_view as C
 from dg_lsp.engine.gemma3.tiny import build_tiny, tiny_config
 from dg_lsp.engine.types import DenoiseParams, InfillRequest
 
@@ -30,7 +31,7 @@ def _adapted(seed=5):
     pos = torch.arange(len(ids), len(ids) + width)[None]
 
     def hidden():
-        return A.decoder_hidden(model, ad, canvas, pos, A.ReadOnlyCache.of(cache), masks)
+        return A.decoder_hidden(model, ad, canvas, pos, C.ReadOnlyCache.of(cache), masks)
 
     return model, ad, hidden
 

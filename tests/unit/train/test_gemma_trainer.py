@@ -158,6 +158,7 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     from transformers import DynamicCache
 
     from dg_lsp.engine.gemma3 import adapter as A
+    from dg_lsp.engine.gemma3 import cache_view as C
     from dg_lsp.train.gemma import objective
     from dg_lsp.train.gemma.data import Hole
 
@@ -174,7 +175,7 @@ def test_ar_teacher_is_the_base_model_on_the_frontier_rows(tmp_path):
     with torch.no_grad():
         cache = DynamicCache(config=run.cfg)
         A.encoder_pass(run.model, torch.tensor([ids]), cache)
-    ro = A.ReadOnlyCache.of(cache, batch=len(empty))
+    ro = C.ReadOnlyCache.of(cache, batch=len(empty))
     dummy = torch.zeros(len(batch.targets), len(run.vocab))
     assert run.teachers.ar(batch, ro, None, dummy, dummy[:, 0]) is None
 
