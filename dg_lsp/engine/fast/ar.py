@@ -9,6 +9,7 @@ position, write slots and masks live in persistent buffers.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -16,6 +17,9 @@ import torch
 
 from ..runner import ModelRunner
 from .cache import FixedKVCache
+from .runner import graph_safe_experts
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,6 +34,8 @@ class FixedAutoregressor:
         self.runner = runner
         self.model = runner.model
         self.compiled = compile
+        if compile:
+            graph_safe_experts(self.model, runner.device)
         self._step = torch.compile(self._forward, mode=compile_mode, dynamic=False) if compile else self._forward
         self._graphs = compile and runner.device.type == "cuda" and "reduce-overhead" in compile_mode
         self._state: tuple[FixedKVCache, _TokenInputs] | None = None
@@ -54,6 +60,20 @@ class FixedAutoregressor:
                     torch._dynamo.mark_static_address(t)
             self._state = (cache, inputs)
         return self._state
+
+    def _token(self, inputs: _TokenInputs, cache: FixedKVCache) -> torch.Tensor:
+        """One greedy token; a compiled step that raises is logged once and the run goes on eager
+        (same fixed shapes), as `StaticRunner.decode` does."""
+        if self._graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        try:
+            return self._step(inputs.ids, inputs.positions, cache, inputs.masks)
+        except Exception:
+            if not self.compiled:
+                raise
+            log.exception("compiled token step failed; continuing eager (same fixed shapes)")
+            self._step, self.compiled, self._graphs = self._forward, False, False
+            return self._step(inputs.ids, inputs.positions, cache, inputs.masks)
 
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], max_new_tokens: int, stop_ids: tuple[int, ...] = (),
@@ -82,9 +102,7 @@ class FixedAutoregressor:
                 inputs.masks[kind].copy_(mask)
             inputs.ids.copy_(token)
             inputs.positions.fill_(cache.length)
-            if self._graphs:
-                torch.compiler.cudagraph_mark_step_begin()
-            token = self._step(inputs.ids, inputs.positions, cache, inputs.masks)
+            token = self._token(inputs, cache)
             if self.compiled:
                 token = token.clone()
             cache.advance(1)

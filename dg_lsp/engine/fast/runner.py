@@ -51,6 +51,25 @@ class StepPlan:
     length: int  # the loop's canvas width L <= W
 
 
+def graph_safe_experts(model, device: torch.device) -> None:
+    """Make the MoE experts capturable by a CUDA graph.
+
+    Under `torch.compile`, transformers' `grouped_mm` experts take a fallback for weights that are not
+    bfloat16, and that fallback reads the per-expert token counts on the host, which a CUDA graph cannot
+    capture ("Cannot copy between CPU and CUDA tensors during CUDA graph capture", seen on an H200 with a
+    float32 model). For such weights this switches the whole model to `batched_mm` (each token's expert
+    matrices gathered on the device: fixed shapes, the same sums). bfloat16 weights and other devices keep
+    what they have."""
+    config = getattr(model.config, "text_config", model.config)
+    if device.type != "cuda" or getattr(config, "_experts_implementation", None) != "grouped_mm":
+        return
+    if model.dtype == torch.bfloat16:
+        return
+    model.set_experts_implementation("batched_mm")
+    log.info("experts: batched_mm for CUDA graphs (grouped_mm falls back to host-synchronised code for %s)",
+             model.dtype)
+
+
 def bucket_width(length: int, buckets: tuple[int, ...] | None) -> int:
     if not buckets:
         return length
@@ -69,6 +88,8 @@ class StaticRunner(ModelRunner):
         self.embed_dtype = self.model.model.decoder.embed_tokens.weight.dtype
         self._caches: dict[int, FixedKVCache] = {}
         self._inputs: dict[tuple[int, int], StepInputs] = {}
+        if compile:
+            graph_safe_experts(self.model, self.device)
         self._step = torch.compile(self._forward, mode=compile_mode, dynamic=False) if compile else self._forward
         self._graphs = compile and self.device.type == "cuda" and "reduce-overhead" in compile_mode
 
