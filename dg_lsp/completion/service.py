@@ -23,6 +23,7 @@ from functools import cached_property
 
 from dg_lsp.config import Settings
 from dg_lsp.context import extract_context, newline_text
+from dg_lsp.context.names import free_names
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
 from . import buckets
@@ -223,6 +224,9 @@ class CompletionService:
                                heal_retry=not p.req.automatic,
                                hole_slots=buckets.hole_slots(p.suggestion.prefix, p.req.automatic,
                                                              p.req.is_selection),
+                               # names a line at a blank line may bind, for the suffix-scored alternatives
+                               free_names=() if p.req.is_selection else free_names(p.suggestion.prefix, p.ctx.suffix,
+                                                                                   p.ctx.language),
                                # where the shown text ends, for a left-to-right fill to stop there
                                **shown_end(p.ctx, p.req.is_selection, self.settings.max_lines))
         if cancel is not None:

@@ -96,6 +96,22 @@ def suffix_head(suffix: str, mode: str) -> str:
     return "".join(lines[:SUFFIX_LINES + (1 if mode == "end" else 0)])[:SUFFIX_CHARS]
 
 
+def name_starts(names: tuple[str, ...], line: str, suffix: str) -> list[str]:
+    """Starts of whole lines that bind `names` (context/names.py: read by the suffix, never seen in the prefix), at
+    the answer `line`'s indentation, in Python's syntax (the only language whose requests carry names): where the
+    suffix's next line of text is indented deeper than the answer, the line opens its block, so `for name in`
+    (and `for a, b in` for two); else `name =`. Starts the answer's line already begins with are left out."""
+    if not names:
+        return []
+    indent = line[:len(line) - len(line.lstrip(" \t"))]
+    following = next((text for text in suffix.split("\n") if text.strip()), "")
+    if len(following) - len(following.lstrip(" \t")) > len(indent):
+        starts = [f"for {name} in" for name in names] + ([f"for {', '.join(names)} in"] if len(names) > 1 else [])
+    else:
+        starts = [f"{name} =" for name in names]
+    return [indent + start for start in starts if not line.lstrip().startswith(start)]
+
+
 @dataclass
 class _Branch:
     ids: list[int]  # tokens of heal + line so far
@@ -152,8 +168,11 @@ class Alternatives:
         if walked is None:
             return result
         ids, tops = walked
-        # 1. where the base model hesitated, the lines it would have written
+        # 1. where the base model hesitated, the lines it would have written; and lines that bind a name the suffix
+        # reads and the prefix never mentions (InfillRequest.free_names), which the base model cannot think of
         branches = self._branches(ids, tops, heal, request.params.alternatives)
+        if mode == "whole":
+            branches += self._started(name_starts(request.free_names, line, request.suffix), heal)
         if not branches:
             return result
         context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be
@@ -212,6 +231,15 @@ class Alternatives:
         text = heal + line + head
         ids = self.lc.tokenize(text)
         return ids if "".join(self.lc.piece_texts(ids)) == text else None
+
+    def _started(self, starts: list[str], heal: str) -> list[_Branch]:
+        """A branch per line start (text after the healing tail), where its tokens add up to its text."""
+        out = []
+        for start in starts:
+            ids = self.lc.tokenize(heal + start)
+            if "".join(self.lc.piece_texts(ids)) == heal + start and len(ids) < MAX_LINE_TOKENS:
+                out.append(_Branch(ids, []))
+        return out
 
     def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
         """One causal base pass over `lead + seq` for each sequence (right-padded): (hidden [B, W, H], the padded

@@ -49,6 +49,7 @@ _REQUEST_FIELDS = {
     "block_indent": ((int, type(None)), (0, 4096)),
     "block_lines": ((int, type(None)), (1, 100_000)),
     "rest_of_line": ((bool,), None),
+    "free_names": ((list,), "names"),
 }
 _PARAM_FIELDS = {
     "max_steps": ((int,), (1, 1024)),
@@ -96,7 +97,7 @@ def request_to_json(request: InfillRequest) -> dict:
         value = getattr(request, f.name)
         if f.name == "params":
             value = asdict(value)
-        elif f.name == "hole_lengths":
+        elif f.name in ("hole_lengths", "free_names"):
             value = list(value)
         out[f.name] = value
     return out
@@ -109,6 +110,10 @@ def _check(name: str, value, spec) -> object:
     if not isinstance(value, types_):
         raise WireError(f"{name}: expected {' or '.join(t.__name__ for t in types_ if t is not type(None))}"
                         f"{' or null' if type(None) in types_ else ''}, got {type(value).__name__}")
+    if bounds == "names":
+        if len(value) > 8 or not all(isinstance(v, str) and v.isidentifier() and len(v) <= 64 for v in value):
+            raise WireError(f"{name}: expected at most 8 identifiers of at most 64 characters")
+        return tuple(value)
     if value is None or bounds is None:
         if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
             raise WireError(f"{name}: longer than {MAX_TEXT_CHARS} characters")

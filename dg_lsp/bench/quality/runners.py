@@ -150,6 +150,7 @@ class EngineRunner:
 
     def request(self, task: Task):
         from dg_lsp.completion.postprocess import shown_end
+        from dg_lsp.context.names import free_names
         from dg_lsp.engine import InfillRequest
 
         s = self.settings
@@ -159,11 +160,12 @@ class EngineRunner:
             prefix, suffix = view.prefix, view.ctx.suffix
         # where the shown text ends, as the server asks (CompletionService._start; `shape` is an invoked request)
         ends = shown_end(view.ctx, False, SERVER_DEFAULTS.max_lines) if view is not None else {}
+        names = free_names(prefix, suffix, view.ctx.language) if view is not None else ()
         # every task is a fresh document: no prefix cache carried over from the task before (which often shares the
         # prompt's start), as the AR baseline encodes afresh; `dg-lsp bench typing` measures the prefix cache
         return InfillRequest(prefix=prefix, suffix=suffix, params=self.params, length_strategy=s.length_strategy,
                              hole_lengths=s.hole_lengths, max_prompt_tokens=s.max_prompt_tokens,
-                             use_suffix=self.use_suffix, heal=s.heal, reuse_prefix=False, **ends)
+                             use_suffix=self.use_suffix, heal=s.heal, reuse_prefix=False, free_names=names, **ends)
 
     def complete(self, task: Task) -> TaskEdit:
         request = self.request(task)

@@ -118,3 +118,18 @@ def test_only_a_cursor_with_text_after_it_on_its_line_asks_for_one_line(tiny_eng
     for req in (dataclasses.replace(mid, automatic=True), mid, dataclasses.replace(_req(), automatic=True)):
         asyncio.run(svc.complete(req))
     assert [r.line_only for r in sent] == [True, True, False]
+
+
+def test_a_blank_line_before_code_that_reads_an_unbound_name_sends_the_name(tiny_engine, monkeypatch):
+    """The request carries the names the suffix reads and the prefix never mentions (context/names.py), for the
+    engine's suffix-scored alternatives; a selection and a cursor after code on its line carry none."""
+    sent = []
+    submit = tiny_engine.submit
+    monkeypatch.setattr(tiny_engine, "submit", lambda request: sent.append(request) or submit(request))
+    svc = CompletionService(tiny_engine, dataclasses.replace(GREEDY, completion_cache=False))
+    text = "def biggest(l):\n\n    for e in l:\n        if e > m:\n            m = e\n    return m\n"
+    for req in (CompletionRequest(text, "python", 1, 0, doc_key="n.py"),
+                CompletionRequest(text, "python", 1, 0, end=(2, 0), doc_key="n.py"),
+                CompletionRequest(text, "python", 2, 8, doc_key="n.py")):
+        asyncio.run(svc.complete(req))
+    assert [r.free_names for r in sent] == [("m",), (), ()]

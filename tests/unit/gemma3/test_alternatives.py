@@ -5,6 +5,7 @@ model's greedy lines after each branch token (drafting changes no token), and th
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -210,3 +211,25 @@ def test_alternatives_leave_the_answer_alone_where_they_do_not_apply(engine, uns
     started, out, result = _walk(engine, _request())
     alt.choose(started, result, out)
     assert engine.stats["alternativeRuns"] == runs + 1
+
+
+def test_name_starts_open_a_block_before_deeper_code_and_assign_before_the_rest():
+    assert AL.name_starts(("m",), "    if l:\n", "    for e in l:\n        if e > m:\n") == ["    m ="]
+    assert AL.name_starts(("op",), "    if x:\n", "\n        balance += op\n") == ["    for op in"]
+    assert AL.name_starts(("i", "j"), "    x = 1\n", "        y = i + j\n") == [
+        "    for i in", "    for j in", "    for i, j in"]
+    assert AL.name_starts(("m",), "    m = 0\n", "    return m\n") == []  # the answer already binds it
+    assert AL.name_starts((), "    x\n", "    m\n") == []
+
+
+def test_a_name_the_suffix_reads_is_weighed_as_a_line_that_binds_it(engine, unsure):
+    plain = engine.run_infill(_request())
+    named = engine.run_infill(replace(_request(), free_names=("total",)))
+    assert not any("total" in t for t, _ in plain.alternatives)
+    lines = [t for t, _ in named.alternatives]
+    assert lines[0] == plain.alternatives[0][0]  # the same walk, the same answer's line first
+    # at the answer's indentation (the random model's answer may start with spaces), the base model's line after it
+    indent = lines[0][:len(lines[0]) - len(lines[0].lstrip(" "))]
+    assert any(t.startswith(indent + "total =") and t.endswith("\n") and t.count("\n") == 1 for t in lines[1:])
+    best = max(named.alternatives, key=lambda kv: (kv[1], kv[0] == lines[0]))[0]
+    assert named.text == (plain.text if best == lines[0] else best)

@@ -16,7 +16,7 @@ from dg_lsp.remote.client import EngineURLError, RemoteEngine, parse_engine_url
 def test_a_request_round_trips_with_every_field():
     req = InfillRequest(prefix="def f(x):\n    return ", suffix="\n", length_strategy="search", hole_lengths=(4, 8),
                         max_prompt_tokens=512, use_suffix=False, doc_key="file:///a.py", reuse_prefix=False,
-                        heal=False, heal_retry=True, batch_rows=4, hole_tokens=3,
+                        heal=False, heal_retry=True, batch_rows=4, hole_tokens=3, free_names=("total", "m"),
                         params=DenoiseParams(max_steps=8, temperature=0.0, seed=5, deadline_ms=250.0))
     back = wire.request_from_json(wire.request_to_json(req))
     for name in wire.request_to_json(req):
@@ -38,6 +38,9 @@ def test_integers_where_floats_go_become_floats():
     ({"prefix": "x", "length_strategy": "guess"}, "expected one of"),
     ({"prefix": "x", "hole_lengths": []}, "1-16 integers"),
     ({"prefix": "x", "batch_rows": 1000}, "batch_rows: expected a value in"),
+    ({"prefix": "x", "free_names": ["ok", "not a name"]}, "free_names: expected at most 8 identifiers"),
+    ({"prefix": "x", "free_names": [1]}, "free_names: expected at most 8 identifiers"),
+    ({"prefix": "x", "free_names": "m"}, "free_names: expected list"),
     ({"prefix": "x", "use_suffix": 1}, "use_suffix: expected bool"),
     ({"prefix": "x", "max_prompt_tokens": True}, "got a boolean"),
     ({"prefix": "x", "params": {"max_steps": "many"}}, "params.max_steps"),
