@@ -42,6 +42,7 @@ SUFFIX_CHARS = 400  # at most this much of them
 MAX_PASSES = 12  # base passes writing the alternatives
 MAX_LINE_TOKENS = 48  # an alternative longer than this is dropped
 REALIGN = 3  # a branch's token found this few tokens further in the answer's draft takes the draft on from there
+FORKS = 2  # a line start's branch forks into at most this many other tokens after the start
 LOOKUP = 6  # without the answer to draft from, a branch drafts this many tokens that followed its last ones in the code
 
 
@@ -119,6 +120,7 @@ class _Branch:
     text: str | None = None  # the finished line (the answer's part, unhealed)
     done: bool = False
     held: list | None = None  # the base model's keys and values of the row's first tokens (lead + ids), per layer
+    fork: bool = False  # a line start's branch: its first written token forks (Alternatives._extend)
 
     @property
     def n_held(self) -> int:
@@ -181,7 +183,7 @@ class Alternatives:
             live = [b for b in branches if not b.done]
             if not live:
                 break
-            self._extend(live, lead, start, started.cache, heal, mode, context)
+            branches += self._extend(live, lead, start, started.cache, heal, mode, context)
             passes += 1
             self.lc.stats["alternativePasses"] += 1
         texts = list(dict.fromkeys(b.text for b in branches if b.done and b.text and b.text != line))
@@ -238,7 +240,7 @@ class Alternatives:
         for start in starts:
             ids = self.lc.tokenize(heal + start)
             if "".join(self.lc.piece_texts(ids)) == heal + start and len(ids) < MAX_LINE_TOKENS:
-                out.append(_Branch(ids, []))
+                out.append(_Branch(ids, [], fork=True))
         return out
 
     def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
@@ -301,20 +303,27 @@ class Alternatives:
         return out
 
     def _extend(self, live: list[_Branch], lead: list[int], start: int, cache, heal: str, mode: str,
-                context: list[int] = ()) -> None:
+                context: list[int] = ()) -> list[_Branch]:
         """One pass for every live branch: keep its drafted tokens the base model agrees with, and one more. A branch
         with nothing left to draft from the answer drafts what followed its last tokens in `context` (the prompt
-        and the suffix head: code repeats its names), prompt-lookup decoding."""
+        and the suffix head: code repeats its names), prompt-lookup decoding. A line start's branch (`fork`) also
+        starts a branch at each other token the base model gives at least P_ALT after the start (`m = 0`,
+        `m = []`, `m = l[0]`: the suffix tells them apart, the base model's greedy choice cannot); returns those."""
         for b in live:
             if not b.draft:
                 b.draft = lookup(b.ids, context)
         hidden, view = self._forward_held(live, lead, start, cache)
-        best_cols = self.runner.head_logits(hidden).argmax(dim=-1)
+        logits = self.runner.head_logits(hidden)
+        best_cols = logits.argmax(dim=-1)
         best = self.runner.ids_of(best_cols).tolist()
         texts = self.lc.column_texts()
+        forks = []
         for i, (b, row, cols) in enumerate(zip(live, best, best_cols.tolist())):
             fed = len(lead) + len(b.ids)  # the row's tokens before its draft
             k = fed - 1 - b.n_held  # the fed row that predicts the token after b.ids
+            if b.fork:
+                b.fork = False
+                forks += self._forks(b, logits[i, k], cols[k], view.kept(i, fed - b.n_held), heal, mode)
             q = 0  # drafted tokens kept so far
             while True:
                 if texts[cols[k + q]] is None:  # an end or special token: the line ends here
@@ -338,6 +347,20 @@ class Alternatives:
                 break
             if not b.done:  # the tokens fed as kept: the answer's, its own and the agreed drafts
                 b.held = view.kept(i, fed + q - b.n_held)
+        return forks
+
+    def _forks(self, b: _Branch, logits: torch.Tensor, best: int, held, heal: str, mode: str) -> list[_Branch]:
+        """A branch per other output column with at least P_ALT probability in `logits` (a line start's next token),
+        at most FORKS, holding `held` (the keys and values of the start's tokens)."""
+        probs, cols = torch.softmax(logits.float(), dim=-1).topk(min(FORKS + 1, logits.shape[-1]))
+        texts, out = self.lc.column_texts(), []
+        for p, col, tid in zip(probs.tolist(), cols.tolist(), self.runner.ids_of(cols).tolist()):
+            if p < P_ALT or col == best or texts[col] is None:
+                continue
+            fork = _Branch(b.ids + [tid], [], held=held)
+            self._finish(fork, heal, mode)
+            out.append(fork)
+        return out
 
     def _finish(self, b: _Branch, heal: str, mode: str, ended: bool = False) -> None:
         """Mark a branch done where its text ends the line (mode "whole": after the line break; "end": before it),

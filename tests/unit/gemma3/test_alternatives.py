@@ -233,3 +233,28 @@ def test_a_name_the_suffix_reads_is_weighed_as_a_line_that_binds_it(engine, unsu
     assert any(t.startswith(indent + "total =") and t.endswith("\n") and t.count("\n") == 1 for t in lines[1:])
     best = max(named.alternatives, key=lambda kv: (kv[1], kv[0] == lines[0]))[0]
     assert named.text == (plain.text if best == lines[0] else best)
+
+
+def test_a_line_starts_branch_forks_and_every_fork_writes_the_base_models_greedy_line(engine, unsure):
+    """A line start's first written token forks into the base model's other likely tokens (P_ALT 0 here: every
+    one of the FORKS best); each fork, fed from the keys and values of the start it shares, then writes the base
+    model's greedy line, checked one token at a time against whole passes."""
+    started = engine.lifecycle.start(_request())
+    alt = engine.lifecycle.alternatives
+    lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+    branches = alt._started(["total ="], started.heal)
+    assert len(branches) == 1 and branches[0].fork
+    start_ids = list(branches[0].ids)
+    for _ in range(AL.MAX_LINE_TOKENS + 2):
+        live = [b for b in branches if not b.done]
+        if not live:
+            break
+        branches += alt._extend(live, lead, len(started.prompt), started.cache, started.heal, "whole")
+    assert len(branches) == 1 + AL.FORKS
+    assert len({b.ids[len(start_ids)] for b in branches}) == len(branches)  # each took another first token
+    runner = engine.runner
+    for b in branches:
+        assert b.ids[:len(start_ids)] == start_ids and b.done
+        for k in range(len(start_ids) + 1, len(b.ids)):
+            hidden, _ = alt._forward([b.ids[:k]], lead, len(started.prompt), started.cache)
+            assert int(runner.ids_of(runner.head_logits(hidden)[0, -1].argmax())) == b.ids[k]
