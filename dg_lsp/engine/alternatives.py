@@ -97,16 +97,20 @@ def suffix_head(suffix: str, mode: str) -> str:
     return "".join(lines[:SUFFIX_LINES + (1 if mode == "end" else 0)])[:SUFFIX_CHARS]
 
 
-def name_starts(names: tuple[str, ...], line: str, suffix: str) -> list[str]:
+def name_starts(names: tuple[str, ...], line: str, prefix: str, suffix: str) -> list[str]:
     """Starts of whole lines that bind `names` (context/names.py: read by the suffix, never seen in the prefix), at
     the answer `line`'s indentation, in Python's syntax (the only language whose requests carry names): where the
     suffix's next line of text is indented deeper than the answer, the line opens its block, so `for name in`
-    (and `for a, b in` for two); else `name =`. Starts the answer's line already begins with are left out."""
+    (and `for a, b in` for two); else `name =`. Starts the answer's line already begins with are left out.
+    Indentations count from the line's start: the blanks before the cursor, then the answer's own."""
     if not names:
         return []
+    cursor = len(prefix.rpartition("\n")[2])
     indent = line[:len(line) - len(line.lstrip(" \t"))]
-    following = next((text for text in suffix.split("\n") if text.strip()), "")
-    if len(following) - len(following.lstrip(" \t")) > len(indent):
+    lines = suffix.split("\n")
+    j = next((j for j, text in enumerate(lines) if text.strip()), None)
+    following = -1 if j is None else len(lines[j]) - len(lines[j].lstrip(" \t")) + (cursor if j == 0 else 0)
+    if following > cursor + len(indent):
         starts = [f"for {name} in" for name in names] + ([f"for {', '.join(names)} in"] if len(names) > 1 else [])
     else:
         starts = [f"{name} =" for name in names]
@@ -173,8 +177,8 @@ class Alternatives:
         # 1. where the base model hesitated, the lines it would have written; and lines that bind a name the suffix
         # reads and the prefix never mentions (InfillRequest.free_names), which the base model cannot think of
         branches = self._branches(ids, tops, heal, request.params.alternatives)
-        if mode == "whole":
-            branches += self._started(name_starts(request.free_names, line, request.suffix), heal)
+        if mode == "whole" or not request.prefix.rpartition("\n")[2].strip():  # a whole line: the cursor's is blank
+            branches += self._started(name_starts(request.free_names, line, request.prefix, request.suffix), heal)
         if not branches:
             return result
         context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be

@@ -214,12 +214,18 @@ def test_alternatives_leave_the_answer_alone_where_they_do_not_apply(engine, uns
 
 
 def test_name_starts_open_a_block_before_deeper_code_and_assign_before_the_rest():
-    assert AL.name_starts(("m",), "    if l:\n", "    for e in l:\n        if e > m:\n") == ["    m ="]
-    assert AL.name_starts(("op",), "    if x:\n", "\n        balance += op\n") == ["    for op in"]
-    assert AL.name_starts(("i", "j"), "    x = 1\n", "        y = i + j\n") == [
+    top = "def f(l):\n"
+    assert AL.name_starts(("m",), "    if l:\n", top, "    for e in l:\n        if e > m:\n") == ["    m ="]
+    assert AL.name_starts(("op",), "    if x:\n", top, "\n        balance += op\n") == ["    for op in"]
+    assert AL.name_starts(("i", "j"), "    x = 1\n", top, "        y = i + j\n") == [
         "    for i in", "    for j in", "    for i, j in"]
-    assert AL.name_starts(("m",), "    m = 0\n", "    return m\n") == []  # the answer already binds it
-    assert AL.name_starts((), "    x\n", "    m\n") == []
+    assert AL.name_starts(("m",), "    m = 0\n", top, "    return m\n") == []  # the answer already binds it
+    assert AL.name_starts((), "    x\n", top, "    m\n") == []
+    # the cursor in a blank line's indentation (the answer's own indentation starts there), and before a line's
+    # text (that text's indentation starts there too)
+    assert AL.name_starts(("m",), "if l:", top + "    ", "\n    for e in l:\n") == ["m ="]
+    assert AL.name_starts(("m",), "if l:", top + "    ", "\n        m += 1\n") == ["for m in"]
+    assert AL.name_starts(("m",), "if l:\n", top + "    ", "for e in l:\n") == ["m ="]
 
 
 def test_a_name_the_suffix_reads_is_weighed_as_a_line_that_binds_it(engine, unsure):
@@ -233,6 +239,9 @@ def test_a_name_the_suffix_reads_is_weighed_as_a_line_that_binds_it(engine, unsu
     assert any(t.startswith(indent + "total =") and t.endswith("\n") and t.count("\n") == 1 for t in lines[1:])
     best = max(named.alternatives, key=lambda kv: (kv[1], kv[0] == lines[0]))[0]
     assert named.text == (plain.text if best == lines[0] else best)
+    # the cursor in a blank line's indentation, the code below it (mode "end": the rest of the cursor's line)
+    below = engine.run_infill(replace(_request(suffix="\n    return c + b\n"), free_names=("total",)))
+    assert any(t.lstrip(" ").startswith("total =") and "\n" not in t for t, _ in below.alternatives[1:])
 
 
 def test_a_line_starts_branch_forks_and_every_fork_writes_the_base_models_greedy_line(engine, unsure):
