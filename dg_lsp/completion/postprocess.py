@@ -20,8 +20,8 @@ not close (Python: a scope or window that compiles without it still compiles wit
 not, a suggestion that breaks lines leaves no indentation error on its lines or where they meet the next); a
 multi-line one is cut to its longest clean run of leading lines, a broken first line of a text
 inside a line to its longest clean start (at the end of a word or a closing bracket; a whole-line
-text is shown whole or not at all); when no cut is clean, the best-scored clean line of the engine's
-alternatives, else "" (nothing): a user prefers no suggestion to a broken one. The checks are context/syntax.py's.
+text is shown whole or not at all); when no cut is clean the answer is "" (nothing is shown): a
+user prefers no suggestion to a broken one. The checks themselves are context/syntax.py's.
 """
 
 from __future__ import annotations
@@ -382,19 +382,17 @@ def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:
 
 
 def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, selection: bool,
-                      max_lines: int, alternatives: list[tuple[str, float]] = ()) -> str:
-    """The text shown (or, for a selection, applied, never cut: issue 14.4) for an engine answer. `prefix` is the prompt's prefix
+                      max_lines: int) -> str:
+    """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
     (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
-    window, indentation, language, whether the cursor's line has text after it). Where nothing of the answer
-    is clean, the best-scored clean line of the engine's `alternatives` (InfillResult.alternatives) is shown."""
+    window, indentation, language, whether the cursor's line has text after it)."""
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
-    others = [] if selection else [line for line, _ in sorted(alternatives, key=lambda a: -a[1]) if line != raw]
-    for answer in [raw] + others:
-        text = finish(answer, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
-                      mid_line=ctx.mid_line and not selection, rest_of_line=rest_of_line(ctx) and not selection,
-                      max_lines=10_000 if selection else max_lines, reach_cut=not selection)
-        if selection or (text := clean_cut(text, prefix, ctx.suffix, ctx.language,
-                                           scope_window(prefix, ctx.suffix, ctx))):
-            return text
-    return ""
+    # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
+    text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
+                  mid_line=ctx.mid_line and not selection,
+                  rest_of_line=rest_of_line(ctx) and not selection,
+                  max_lines=10_000 if selection else max_lines, reach_cut=not selection)
+    if selection:
+        return text
+    return clean_cut(text, prefix, ctx.suffix, ctx.language, scope_window(prefix, ctx.suffix, ctx))

@@ -117,7 +117,7 @@ class CompletionService:
         """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark)."""
         return finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
-                                 max_lines=self.settings.max_lines, alternatives=result.alternatives)
+                                 max_lines=self.settings.max_lines)
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Suggestion | None:

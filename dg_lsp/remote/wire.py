@@ -180,7 +180,6 @@ def request_from_json(data) -> InfillRequest:
 def result_to_json(result: InfillResult) -> dict:
     out = asdict(result)
     out["candidates"] = [list(c) for c in result.candidates]
-    out["alternatives"] = [list(a) for a in result.alternatives]
     return out
 
 
@@ -188,6 +187,5 @@ def result_from_json(data: dict) -> InfillResult:
     known = {f.name for f in fields(InfillResult)}
     kwargs = {k: v for k, v in data.items() if k in known}  # a newer engine may send more
     kwargs["candidates"] = [tuple(c) for c in kwargs.get("candidates", [])]
-    kwargs["alternatives"] = [tuple(a) for a in kwargs.get("alternatives", [])]
     kwargs["timings_ms"] = dict(kwargs.get("timings_ms", {}))
     return InfillResult(**kwargs)

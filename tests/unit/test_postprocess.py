@@ -170,19 +170,3 @@ def test_a_suggestion_that_finishes_the_cursors_statement_is_shown_where_tree_si
     assert shown(doc, 8, column, "s not None:\n            if x") == "s not None:"
     assert shown(doc, 8, column, "s not (:\n") == ""  # still broken: nothing
     assert shown(doc, 8, column, "s None\n") == ""  # no colon: Python complains on the cursor's line
-
-
-def test_where_the_answer_leaves_nothing_clean_the_best_clean_alternative_is_shown():
-    doc = "def biggest(l):\n\n    for e in l:\n        if e > m:\n            m = e\n    return m\n"
-    ctx = extract_context(doc, "python", 1, 0)
-    prefix = doc[:16]
-    opener = "    if l:\n"  # a block opener over code at its own indentation: the gate refuses it
-    alternatives = [(opener, -30.0), ("    if not l:\n", -31.0), ("    m = l[0]\n", -35.0), ("    m = 0\n", -36.0)]
-    assert finish_suggestion(opener, [], prefix, ctx, selection=False, max_lines=8) == ""
-    assert finish_suggestion(opener, [], prefix, ctx, selection=False, max_lines=8,
-                             alternatives=alternatives) == "    m = l[0]"  # the best-scored that is clean
-    # a clean answer is shown as it is, whatever the alternatives
-    assert finish_suggestion("    m = 0\n", [], prefix, ctx, selection=False, max_lines=8,
-                             alternatives=alternatives) == "    m = 0"
-    assert finish_suggestion(opener, [], prefix, ctx, selection=False, max_lines=8,
-                             alternatives=alternatives[:2]) == ""  # none clean: nothing

@@ -186,8 +186,7 @@ class EngineRunner:
 
         view = self.view(task)
         return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx,
-                                 selection=False, max_lines=SERVER_DEFAULTS.max_lines,
-                                 alternatives=result.alternatives)
+                                 selection=False, max_lines=SERVER_DEFAULTS.max_lines)
 
     def peak_memory(self) -> dict:
         return peak_memory(self.engine.loaded.device)
