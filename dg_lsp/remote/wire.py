@@ -92,8 +92,8 @@ def rank_replicas(key: str, replica_ids: list[str]) -> list[str]:
 def request_to_json(request: InfillRequest) -> dict:
     out = {}
     for f in fields(InfillRequest):
-        if f.name in _LOCAL_FIELDS:
-            continue
+        if f.name in _LOCAL_FIELDS or (f.name == "free_names" and not request.free_names):
+            continue  # no names: not sent, so an engine from before the field still takes the request
         value = getattr(request, f.name)
         if f.name == "params":
             value = asdict(value)

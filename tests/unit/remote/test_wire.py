@@ -22,6 +22,8 @@ def test_a_request_round_trips_with_every_field():
     for name in wire.request_to_json(req):
         assert getattr(back, name) == getattr(req, name), name
     assert back.cancel is not req.cancel and not back.cancel.is_set()  # process-local, never sent
+    # no names, no field: an engine from before `free_names` takes the request
+    assert "free_names" not in wire.request_to_json(InfillRequest(prefix="x"))
 
 
 def test_integers_where_floats_go_become_floats():
