@@ -177,8 +177,8 @@ class Alternatives:
         # 1. where the base model hesitated, the lines it would have written; and lines that bind a name the suffix
         # reads and the prefix never mentions (InfillRequest.free_names), which the base model cannot think of
         branches = self._branches(ids, tops, heal, request.params.alternatives)
-        if mode == "whole" or not request.prefix.rpartition("\n")[2].strip():  # a whole line: the cursor's is blank
-            branches += self._started(name_starts(request.free_names, line, request.prefix, request.suffix), heal)
+        # (names come only where blanks alone precede the cursor on its line: a whole line goes there)
+        branches += self._started(name_starts(request.free_names, line, request.prefix, request.suffix), heal)
         if not branches:
             return result
         context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be
@@ -242,8 +242,8 @@ class Alternatives:
         """A branch per line start (text after the healing tail), where its tokens add up to its text."""
         out = []
         for start in starts:
-            ids = self.lc.tokenize(heal + start)
-            if "".join(self.lc.piece_texts(ids)) == heal + start and len(ids) < MAX_LINE_TOKENS:
+            ids = self._tokens(heal, start, "")
+            if ids is not None and len(ids) < MAX_LINE_TOKENS:
                 out.append(_Branch(ids, [], fork=True))
         return out
 

@@ -9,7 +9,6 @@ position, write slots and masks live in persistent buffers.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 
@@ -17,9 +16,7 @@ import torch
 
 from ..runner import ModelRunner
 from .cache import FixedKVCache
-from .runner import graph_safe_experts
-
-log = logging.getLogger(__name__)
+from .runner import graph_safe_experts, step_or_eager
 
 
 @dataclass
@@ -61,20 +58,6 @@ class FixedAutoregressor:
             self._state = (cache, inputs)
         return self._state
 
-    def _token(self, inputs: _TokenInputs, cache: FixedKVCache) -> torch.Tensor:
-        """One greedy token; a compiled step that raises is logged once and the run goes on eager
-        (same fixed shapes), as `StaticRunner.decode` does."""
-        if self._graphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        try:
-            return self._step(inputs.ids, inputs.positions, cache, inputs.masks)
-        except Exception:
-            if not self.compiled:
-                raise
-            log.exception("compiled token step failed; continuing eager (same fixed shapes)")
-            self._step, self.compiled, self._graphs = self._forward, False, False
-            return self._step(inputs.ids, inputs.positions, cache, inputs.masks)
-
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], max_new_tokens: int, stop_ids: tuple[int, ...] = (),
                  capacity: int | None = None) -> list[int]:
@@ -102,7 +85,7 @@ class FixedAutoregressor:
                 inputs.masks[kind].copy_(mask)
             inputs.ids.copy_(token)
             inputs.positions.fill_(cache.length)
-            token = self._token(inputs, cache)
+            token = step_or_eager(self, (inputs.ids, inputs.positions, cache, inputs.masks), "token")
             if self.compiled:
                 token = token.clone()
             cache.advance(1)

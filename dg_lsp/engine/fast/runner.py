@@ -70,6 +70,22 @@ def graph_safe_experts(model, device: torch.device) -> None:
              model.dtype)
 
 
+def step_or_eager(owner, args: tuple, what: str):
+    """`owner._step(*args)` (a fixed-shape step, compiled or not), starting a CUDA-graph step where `owner._graphs`.
+    A compiled step that raises is logged once, and `owner` goes on eager on the same fixed shapes: its `_step`
+    becomes its `_forward`, `compiled` and `_graphs` False. Shared by StaticRunner and FixedAutoregressor."""
+    if owner._graphs:
+        torch.compiler.cudagraph_mark_step_begin()
+    try:
+        return owner._step(*args)
+    except Exception:
+        if not owner.compiled:
+            raise
+        log.exception("compiled %s step failed; continuing eager (same fixed shapes)", what)
+        owner._step, owner.compiled, owner._graphs = owner._forward, False, False
+        return owner._step(*args)
+
+
 def bucket_width(length: int, buckets: tuple[int, ...] | None) -> int:
     if not buckets:
         return length
@@ -165,17 +181,7 @@ class StaticRunner(ModelRunner):
             inputs.self_conditioning_on.fill_(True)
         args = (inputs.canvas, plan.cache, inputs.self_conditioning, inputs.self_conditioning_on, inputs.positions,
                 inputs.masks)
-        if self._graphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        try:
-            logits = self._step(*args)
-        except Exception:
-            if not self.compiled:
-                raise
-            log.exception("compiled decoder step failed; continuing eager (same fixed shapes)")
-            self._step, self.compiled, self._graphs = self._forward, False, False
-            logits = self._step(*args)
-        logits = logits[:, :length]
+        logits = step_or_eager(self, args, "decoder")[:, :length]
         return logits.clone() if self.compiled else logits  # a CUDA graph reuses its output memory
 
     # -- warm-up ---------------------------------------------------------------------------------
