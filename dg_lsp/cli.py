@@ -64,7 +64,7 @@ def quiet_progress(verbose: bool) -> bool:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "int8"])
     p.add_argument("--max-steps", type=int, default=None, help="denoising steps at most")
     p.add_argument("--temperature", type=float, default=None)
     # absent unless given (SUPPRESS): `off` parses to None, which is a value here, not "not given"

@@ -60,7 +60,7 @@ class Settings:
 # Settings a client can never set: they decide whether code from the model directory runs.
 CLI_ONLY = frozenset({"trust_remote_code", "allow_pickle_weights"})
 
-_CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16"),
+_CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfloat16", "float16", "int8"),
             "length_strategy": ("auto", "pad", "search")}
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
            "verify_weight": (0.0, 100.0), "alternatives": (0, 8), "start_slots": (0, 1024),

@@ -74,7 +74,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     g.add_argument("--device", default="auto", help="auto|cpu|cuda")
-    g.add_argument("--dtype", default="auto", help="auto|float32|bfloat16")
+    g.add_argument("--dtype", default="auto", help="auto|float32|bfloat16|int8")
     g.add_argument("--out", default=None, help="write the JSON report here, and PNG plots beside it")
     g.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per test program")
     g.add_argument("--exec-workers", type=int, default=2)

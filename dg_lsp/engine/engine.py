@@ -52,6 +52,9 @@ class Engine:
         self.tokenizer = loaded.tokenizer
         self.spec = loaded.spec
         self.runner = make_runner(loaded)
+        if loaded.dtype_asked == "int8":  # loaded in float32 (loader.pick_dtype); engine/gemma3/int8.py
+            self.runner.use_int8()
+            loaded.dtype = "int8"
         # On CUDA the loop's decoder steps take the fixed-shape compiled path (engine/fast); elsewhere this runner
         self.loop = DenoiseLoop(denoise_runner(self.runner), loaded.spec.noise_kind, loaded.spec.mask_token_id,
                                 loaded.spec.unmask_order)

@@ -86,8 +86,17 @@ def pick_dtype(dtype: str, device: str):
     table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype == "int8":  # loads in float32; the runner packs int8 weights from it (engine/gemma3/int8.py)
+        if not device.startswith("cpu"):
+            raise ModelLoadError(f"dtype int8 runs on the CPU only, not {device!r} (on a GPU use bfloat16)")
+        from .gemma3.int8 import unavailable
+
+        why = unavailable()
+        if why:
+            raise ModelLoadError(f"dtype int8 cannot run here: {why}")
+        return torch.float32
     if dtype not in table:
-        raise ModelLoadError(f"unknown dtype {dtype!r} (auto|float32|bfloat16)")
+        raise ModelLoadError(f"unknown dtype {dtype!r} (auto|float32|bfloat16|int8)")
     return table[dtype]
 
 
@@ -110,6 +119,8 @@ def load_model(model: str | None = None, device: str = "auto", dtype: str = "aut
         log.info("loaded %s (adapted Gemma 3) on %s (%s)", path, dev, torch_dtype)
         return LoadedModel(net, tokenizer, spec, str(path), dev, str(torch_dtype).replace("torch.", ""),
                            gemma3_load.ARCHITECTURE, parts, dtype_asked=dtype)
+    if dtype == "int8":
+        raise ModelLoadError(f"dtype int8 is for the adapted Gemma models (engine/gemma3); {path} is not one")
     from .fast.quant import quantization_kwargs, quantized_fraction
 
     quant_kwargs = quantization_kwargs(quantization, dev, torch_dtype)

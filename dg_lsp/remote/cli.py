@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "int8"])
     p.add_argument("--replicas", type=int, default=1, help="engine replicas, each with its own model copy (1)")
     p.add_argument("--gpus-per-replica", type=float, default=0.0, help="GPUs Ray reserves per replica (0)")
     p.add_argument("--cpus-per-replica", type=float, default=1.0, help="CPUs Ray reserves per replica (1)")

@@ -70,6 +70,8 @@ class LoRALinear(nn.Module):
         nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
         self.merged: torch.Tensor | None = None  # a plain attribute: not in state_dict, not moved by .to()
         self._merged_key: tuple | None = None
+        self.int8 = None  # the merged weight as an int8.Int8Linear: dtype int8 (pack_int8)
+        self._int8_key: tuple | None = None
 
     def _key(self) -> tuple:
         """What a merged weight was built from (checked on every decoder pass, so kept to plain attribute reads): the
@@ -86,9 +88,24 @@ class LoRALinear(nn.Module):
     def unmerge(self) -> None:
         self.merged, self._merged_key = None, None
 
+    @torch.no_grad()
+    def pack_int8(self) -> None:
+        """An int8 copy of the merged weight (engine/gemma3/int8.py), used for it (decoder passes) without autograd
+        while the weights it was made from are unchanged. The base weight (encoder, verification, AR twin) stays."""
+        from .int8 import Int8Linear
+
+        if self.merged is None or self._merged_key != self._key():
+            self.merge()
+        self.int8, self._int8_key = Int8Linear(self.merged), self._key()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.state.active:
             return self.base(x)
+        if self.int8 is not None and not torch.is_grad_enabled():
+            if self._int8_key == self._key():
+                y = self.int8(x)
+                return (y if self.base.bias is None else y + self.base.bias).to(x.dtype)
+            self.int8 = None  # stale: the weights changed since pack_int8()
         if self.merged is not None and not torch.is_grad_enabled():
             if self._merged_key == self._key() and x.dtype == self.merged.dtype:
                 return nn.functional.linear(x, self.merged, self.base.bias)
@@ -123,6 +140,11 @@ class Adapter:
     def unmerge(self) -> None:
         for m in self.modules.values():
             m.unmerge()
+
+    def pack_int8(self) -> None:
+        """An int8 copy of each merged weight, for decoder passes (LoRALinear.pack_int8; dtype int8)."""
+        for m in self.modules.values():
+            m.pack_int8()
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]
@@ -213,10 +235,12 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
     return adapter
 
 
-def decoder_logits(adapter: Adapter, hidden: torch.Tensor, head: torch.Tensor, end_column: int | None) -> torch.Tensor:
-    """A decoder pass's float32 logits over the restricted head: hidden [..., H] @ head [V', H]^T, plus, with an end
-    head, `hidden @ end_row + end_bias` on the pad's column `end_column`."""
-    logits = (hidden @ head.t().to(hidden.dtype)).float()
+def decoder_logits(adapter: Adapter, hidden: torch.Tensor, head: torch.Tensor, end_column: int | None,
+                   head_int8=None) -> torch.Tensor:
+    """A decoder pass's float32 logits over the restricted head: hidden [..., H] @ head [V', H]^T (or `head_int8`,
+    the same head as an int8.Int8Linear), plus, with an end head, `hidden @ end_row + end_bias` on the pad's column
+    `end_column`."""
+    logits = head_int8(hidden) if head_int8 is not None else (hidden @ head.t().to(hidden.dtype)).float()
     if adapter.end_row is None or end_column is None:
         return logits
     extra = hidden.float() @ adapter.end_row.float() + adapter.end_bias.float()  # [...]

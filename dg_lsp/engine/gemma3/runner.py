@@ -38,6 +38,7 @@ class Gemma3Runner(ModelRunner):
         self.canvas_length = canvas_length
         self.pad_id = self.text_config.pad_token_id or 0
         self._vocab = vocab
+        self.int8 = False  # dtype int8 (use_int8)
         self.refresh()
         self.output_vocab = vocab.to(self.device)  # decode() returns logits over its columns only
         pad_col = self.column_of(self.pad_id)
@@ -50,6 +51,21 @@ class Gemma3Runner(ModelRunner):
         (adapter.LoRALinear.merge: one matmul per adapted linear in a decoder pass)."""
         self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
         self.adapter.merge()
+        self._head_int8 = None
+        if self.int8:
+            from .int8 import Int8Linear
+
+            self.adapter.pack_int8()
+            self._head_int8 = Int8Linear(self._head)
+
+    def use_int8(self) -> None:
+        """dtype int8 (engine/gemma3/int8.py): decoder passes run their linears and output head with int8 weights
+        from here on; the base model's passes (encoder, verification, alternatives, AR twin) stay in float32, which
+        the model must be in."""
+        if self.model.dtype != torch.float32:
+            raise ValueError(f"int8 packs float32 weights, not {self.model.dtype}")
+        self.int8 = True
+        self.refresh()
 
     @property
     def logits_dtype(self):
@@ -81,7 +97,7 @@ class Gemma3Runner(ModelRunner):
         if pinned is not None:
             pinned = pinned.to(self.device).expand(b, -1)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask, pinned)  # [B, L, H]
-        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column)  # [B, L, V'] row j -> j+1
+        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column, self._head_int8)  # [B, L, V'] row j -> j+1
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
         logits = shifted
         # after the first pad of a row, only pads

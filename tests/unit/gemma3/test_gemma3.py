@@ -445,7 +445,7 @@ def test_a_left_to_right_fill_stops_once_the_hole_end_is_accepted(tmp_path, monk
         best[3] = runner.pad_id  # position 3: the third hole slot (the lead is position 0)
         return best
 
-    def designed(adapter, hidden, head, end_column):
+    def designed(adapter, hidden, head, end_column, head_int8=None):
         b, length = hidden.shape[:2]
         out = torch.full((b, length, head.shape[0]), -30.0)
         pos = torch.arange(1, length + 1)  # row j predicts position j + 1

@@ -119,3 +119,82 @@ def test_step_time_diagnostic_times_the_unmerged_adapter_too(adapted_dir, tmp_pa
     printed = capsys.readouterr().out
     assert "canvas 8, LoRA unmerged" in printed
     assert "one loop run, canvas 8, 2 steps" in printed and "aten::" in printed
+
+
+# dtype int8 (engine/gemma3/int8.py): an int8 copy of each merged weight and of the decoder's head, for decoder
+# passes only
+
+
+def test_int8_linear_is_near_the_float_product():
+    from dg_lsp.engine.gemma3.int8 import Int8Linear
+
+    gen = torch.Generator().manual_seed(0)
+    w, x = torch.randn(48, 32, generator=gen), torch.randn(3, 5, 32, generator=gen)
+    w[7] = 0.0  # an all-zero row: its scale is clamped, its outputs stay 0
+    got, want = Int8Linear(w)(x), x @ w.t()
+    assert got.shape == (3, 5, 48) and got.dtype == torch.float32
+    rel = float((got - want).norm() / want.norm())
+    assert 0 < rel < 0.05, rel
+    assert float(got[..., 7].abs().max()) == 0.0
+
+
+def test_int8_decoder_passes_stay_near_and_base_passes_exact():
+    model, ad, hidden = _adapted()
+    ids = torch.tensor([[2, 40, 41, 42, 43]])
+
+    def base():
+        from transformers import DynamicCache
+
+        return A.encoder_pass(model, ids, DynamicCache(config=model.config)).last_hidden_state
+
+    with torch.no_grad():
+        ad.merge()
+        want, base_want = hidden(), base()
+        ad.pack_int8()
+        got, base_got = hidden(), base()
+        assert all(m.int8 is not None for m in ad.modules.values())  # still fresh after the pass
+        for m in ad.modules.values():
+            m.lora_b.mul_(2.0)  # the deltas change: the int8 copies go stale
+        stale = hidden()
+        assert all(m.int8 is None for m in ad.modules.values())
+        ad.unmerge()
+        unmerged = hidden()
+    rel = float((got - want).norm() / want.norm())
+    assert 0 < rel < 0.1, rel  # the decoder pass ran in int8: near float32, not equal
+    assert torch.equal(base_got, base_want)  # the encoder (base model) never reads the int8 copies
+    assert torch.allclose(stale, unmerged, atol=1e-5)  # stale: the float path, with the new deltas
+
+
+def test_the_engine_loads_int8_for_its_decoder_only(adapted_dir, tiny_model_dir):
+    from dg_lsp.engine import Engine
+    from dg_lsp.engine.errors import ModelLoadError
+    from dg_lsp.engine.loader import load_model, pick_dtype
+
+    with pytest.raises(ModelLoadError, match="CPU only"):
+        pick_dtype("int8", "cuda")
+    with pytest.raises(ModelLoadError, match="adapted Gemma"):
+        load_model(str(tiny_model_dir), device="cpu", dtype="int8")  # a DiffusionGemma checkpoint
+    plain = Engine.load(str(adapted_dir), device="cpu", dtype="float32")
+    packed = Engine.load(str(adapted_dir), device="cpu", dtype="int8")
+    try:
+        assert packed.status()["dtype"] == "int8" and plain.status()["dtype"] == "float32"
+        assert packed.runner._head_int8 is not None and plain.runner._head_int8 is None
+        prompt, canvas, _ = packed.prepare(InfillRequest(prefix="def f(x):\n    return ", suffix="\n"))
+        outs = []
+        for engine in (plain, packed):
+            r = engine.runner
+            cache, enc = r.encode(prompt)
+            ids, pos = canvas.canvas_ids, canvas.position_ids()
+            outs.append((enc, r.verify(ids, cache, pos, ids.shape[1]), r.decode(ids, cache, pos, None, None)))
+        (enc0, ver0, dec0), (enc1, ver1, dec1) = outs
+        assert torch.equal(enc0, enc1) and torch.equal(ver0, ver1)  # the base model's passes: float32, unchanged
+        hole = canvas.hole_mask[0]
+        rel = float((dec1[0, hole] - dec0[0, hole]).norm() / dec0[0, hole].norm())
+        assert 0 < rel < 0.1, rel
+        result = packed.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
+                                             params=DenoiseParams(temperature=0)))
+        assert result.steps >= 1 and not result.cancelled  # a whole fill runs on the packed decoder
+        assert all(m.int8 is not None for m in packed.runner.adapter.modules.values())  # and leaves it packed
+    finally:
+        plain.close()
+        packed.close()
