@@ -14,8 +14,9 @@ suggested alternatives and the AR twin read the float32 weights, unchanged. That
 (docs/results/int8.md): with every linear in int8 the base model's next-token choice agreed with float32's on only
 70% of HumanEval positions (one input scale per call cannot follow Gemma's outlier channels), and HumanEval
 single-line pass@1 fell from 44% to 29%; with the decoder alone in int8, 92 of 100 answers stayed the same
-(pass@1 44% to 43%) at 0.87x the latency, and on held-out holes 84 of 100 (ES 48.2 to 46.3) at 0.92x. The decoder only drafts and has its say at the walk's first slot
-and at the hole's end; the base model checks every other token.
+(pass@1 44% to 43%) at 0.87x the latency, and on held-out holes 84 of 100 (ES 48.2 to 46.3) at 0.92x. The
+decoder only drafts and has its say at the walk's first slot and at the hole's end; the base model checks every
+other token.
 
 The kernels are torch's quantized CPU backend, which torch marks deprecated (a warning when a quantized tensor is
 made, which `Int8Linear` silences). `unavailable()` says why int8 cannot run in a torch build; the loader refuses

@@ -97,7 +97,8 @@ class Gemma3Runner(ModelRunner):
         if pinned is not None:
             pinned = pinned.to(self.device).expand(b, -1)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask, pinned)  # [B, L, H]
-        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column, self._head_int8)  # [B, L, V'] row j -> j+1
+        # [B, L, V'] row j -> j+1
+        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column, self._head_int8)
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
         logits = shifted
         # after the first pad of a row, only pads
