@@ -39,6 +39,8 @@ class Gemma3Runner(ModelRunner):
         self.pad_id = self.text_config.pad_token_id or 0
         self._vocab = vocab
         self.int8 = False  # dtype int8 (use_int8)
+        self._own_columns = len(vocab)  # the vocabulary's own columns; add_columns adds after them
+        self._special = set(loaded.tokenizer.all_special_ids)
         self.refresh()
         self.output_vocab = vocab.to(self.device)  # decode() returns logits over its columns only
         pad_col = self.column_of(self.pad_id)
@@ -57,6 +59,34 @@ class Gemma3Runner(ModelRunner):
 
             self.adapter.pack_int8()
             self._head_int8 = Int8Linear(self._head)
+
+    MAX_ADDED_COLUMNS = 4096  # output columns add_columns may add in all, after the vocabulary's own
+
+    def add_columns(self, ids) -> int:
+        """Make the tokens of `ids` that the output vocabulary lacks writable: each becomes a column after the others
+        (its row of the tied embedding in the head; no column moves, the pad's included), up to MAX_ADDED_COLUMNS in
+        all, special tokens never. A prompt spells a rare name with tokens the 32k most frequent lack (`owels` of
+        `n_vowels`): without its token the walk spells the name otherwise and the base model, reading a split it never
+        saw, goes wrong (docs/results/output-vocab.md). Returns how many columns it added (0: nothing changed)."""
+        vocab = self.output_vocab
+        room = self.MAX_ADDED_COLUMNS - (len(vocab) - self._own_columns)
+        ids = torch.as_tensor(list(ids), dtype=torch.long)
+        ids = ids[(ids >= 0) & (ids < vocab.full_size)]
+        missing = ids[vocab.index.cpu()[ids] < 0].unique().tolist()
+        new = [i for i in missing if i not in self._special][:max(0, room)]
+        if not new:
+            return 0
+        from .vocab import OutputVocab
+
+        self._vocab = OutputVocab(vocab.ids.cpu().tolist() + new, vocab.full_size)
+        self.output_vocab = self._vocab.to(self.device)
+        embed = A.text_model(self.model).embed_tokens.weight
+        self._head = torch.cat([self._head, embed.index_select(0, torch.tensor(new, device=embed.device))])
+        if self._head_int8 is not None:
+            from .int8 import Int8Linear
+
+            self._head_int8 = Int8Linear(self._head)
+        return len(new)
 
     def use_int8(self) -> None:
         """dtype int8 (engine/gemma3/int8.py): decoder passes run their linears and output head with int8 weights

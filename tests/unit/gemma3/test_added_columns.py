@@ -1,0 +1,87 @@
+"""The prompt's tokens that the output vocabulary lacks become writable columns (Gemma3Runner.add_columns), after the
+vocabulary's own: nothing else moves, the old columns' logits stay exactly as they were, specials never join."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dg_lsp.engine.gemma3 import adapter as A
+from dg_lsp.engine.gemma3.tiny import build_tiny
+from dg_lsp.engine.types import DenoiseParams, InfillRequest
+
+KEEP = 300  # the tiny model's output vocabulary: ids 0..299 of its 384
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    from dg_lsp.engine import Engine
+
+    e = Engine.load(str(build_tiny(tmp_path_factory.mktemp("tiny-columns"), vocab_keep=KEEP)), device="cpu",
+                    dtype="float32")
+    yield e
+    e.close()
+
+
+def _outside(engine, n=2):
+    """Texts of `n` ordinary tokens the output vocabulary lacks, each one token on its own."""
+    tok, out = engine.tokenizer, []
+    special = set(tok.all_special_ids)
+    for i in range(KEEP, len(tok)):
+        text = tok.decode([i])
+        if i not in special and text.strip() and tok(text, add_special_tokens=False)["input_ids"] == [i]:
+            out.append((i, text))
+        if len(out) == n:
+            break
+    assert len(out) == n
+    return out
+
+
+def test_a_prompts_missing_tokens_become_columns_and_nothing_else_moves(engine):
+    runner = engine.runner
+    (_, a_text), (_, b_text) = _outside(engine)
+    before_ids, pad_col = runner.output_ids.clone(), runner.pad_column
+    prompt, canvas, _ = engine.prepare(InfillRequest(prefix="x = 1\n", suffix="\n"))
+    cache, _ = runner.encode(prompt)
+    ids, pos = canvas.canvas_ids, canvas.position_ids()
+    old_verify, old_decode = runner.verify(ids, cache, pos, ids.shape[1]), runner.decode(ids, cache, pos, None, None)
+    texts_before = engine.lifecycle.column_texts()
+
+    prefix, suffix = f"x = 1\n{a_text} = 2\n", f"\nprint({b_text})\n"
+    tokens = [i for text in (prefix, suffix) for i in engine.tokenizer(text, add_special_tokens=False)["input_ids"]]
+    missing = sorted({i for i in tokens if runner.column_of(i) is None})
+    assert missing
+    plain = InfillRequest(prefix=prefix, suffix=suffix, params=DenoiseParams(temperature=0.0, max_steps=3))
+    engine.run_infill(plain)  # plain diffusion (no verified walk): the vocabulary stays as it is
+    assert all(runner.column_of(i) is None for i in missing)
+    verified = InfillRequest(prefix=prefix, suffix=suffix,
+                             params=DenoiseParams(temperature=0.0, max_steps=3, verify_weight=1.0))
+    result = engine.run_infill(verified)
+    assert not result.cancelled and result.steps >= 1  # a whole verified fill runs with the new columns
+    cols = [runner.column_of(i) for i in missing]
+    assert None not in cols and min(cols) >= len(before_ids)  # after the vocabulary's own
+    assert [int(runner.ids_of(torch.tensor([c]))[0]) for c in cols] == missing
+    assert torch.equal(runner.output_ids[:len(before_ids)], before_ids) and runner.pad_column == pad_col
+    embed = A.text_model(runner.model).embed_tokens.weight
+    assert torch.equal(runner._head[cols[0]], embed[missing[0]])
+    texts = engine.lifecycle.column_texts()
+    assert len(texts) == len(runner.output_ids) and texts[:len(texts_before)] == texts_before
+    engine.lifecycle._token_texts.clear()
+    assert engine.lifecycle.column_texts() == texts  # the grown texts: what a fresh reading gives
+    new_verify, new_decode = runner.verify(ids, cache, pos, ids.shape[1]), runner.decode(ids, cache, pos, None, None)
+    assert new_verify.shape[-1] == len(runner.output_ids)
+    assert torch.equal(new_verify[..., :len(before_ids)], old_verify)  # the old columns' logits: exactly as before
+    assert torch.equal(new_decode[..., :len(before_ids)], old_decode)
+    assert runner.add_columns(missing) == 0  # known now: nothing changes
+
+
+def test_specials_never_join_and_the_added_columns_have_a_ceiling(engine, monkeypatch):
+    runner = engine.runner
+    specials = [i for i in engine.tokenizer.all_special_ids if runner.column_of(i) is None]
+    assert runner.add_columns(specials) == 0
+    added = len(runner.output_ids) - runner._own_columns
+    monkeypatch.setattr(type(runner), "MAX_ADDED_COLUMNS", added + 1)
+    outside = [i for i in range(KEEP, len(engine.tokenizer)) if runner.column_of(i) is None
+               and i not in set(engine.tokenizer.all_special_ids)]
+    assert len(outside) >= 2
+    assert runner.add_columns(outside) == 1 and runner.add_columns(outside) == 0
