@@ -85,3 +85,22 @@ def test_specials_never_join_and_the_added_columns_have_a_ceiling(engine, monkey
                and i not in set(engine.tokenizer.all_special_ids)]
     assert len(outside) >= 2
     assert runner.add_columns(outside) == 1 and runner.add_columns(outside) == 0
+
+
+def test_an_int8_head_grows_with_the_columns(tmp_path):
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(build_tiny(tmp_path, vocab_keep=KEEP)), device="cpu", dtype="int8")
+    try:
+        runner = engine.runner
+        prompt, canvas, _ = engine.prepare(InfillRequest(prefix="x = 1\n", suffix="\n"))
+        cache, _ = runner.encode(prompt)
+        ids, pos = canvas.canvas_ids, canvas.position_ids()
+        before = runner.decode(ids, cache, pos, None, None)
+        outside = [i for i in range(KEEP, len(engine.tokenizer)) if i not in set(engine.tokenizer.all_special_ids)]
+        assert runner.add_columns(outside[:3]) == 3
+        after = runner.decode(ids, cache, pos, None, None)
+        assert runner._head_int8.out_features == len(runner.output_ids) == after.shape[-1] == before.shape[-1] + 3
+        assert torch.equal(after[..., :before.shape[-1]], before)  # int8 rows are per row: the old ones unchanged
+    finally:
+        engine.close()
