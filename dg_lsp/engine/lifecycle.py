@@ -132,13 +132,13 @@ class InfillLifecycle:
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         # the prompt's tokens the output vocabulary lacks become writable (Gemma3Runner.add_columns), before anything
         # per column is built for this request; only where the walk verifies, which never shares a batch
-        if self.loop.verifies(request.params) and hasattr(self.runner, "add_columns"):
-            texts = self.column_texts()
-            added = self.runner.add_columns(prompt + suffix_ids)
-            if added:  # every per-column table is for the old columns; the texts grow by the new ones' only
-                self._token_texts.clear()
-                ids = self._column_ids()
-                self._token_texts[("texts", len(ids), ids[-1])] = texts + self.column_texts(ids[-added:])
+        added = self.loop.verifies(request.params) and hasattr(self.runner, "add_columns") \
+            and self.runner.add_columns(prompt + suffix_ids)
+        if added:  # every per-column table is for the old columns; the texts grow by the new ones' only
+            ids = self._column_ids()
+            texts = self.column_texts(ids[:-added]) + self.column_texts(ids[-added:])
+            self._token_texts.clear()
+            self._token_texts[("texts", len(ids), ids[-1])] = texts
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if heal:
             canvas.first_columns = self.first_columns(heal)

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from .cache_view import ReadOnlyCache
+from .int8 import Int8Linear
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -92,8 +93,6 @@ class LoRALinear(nn.Module):
     def pack_int8(self) -> None:
         """An int8 copy of the merged weight (engine/gemma3/int8.py), used for it (decoder passes) without autograd
         while the weights it was made from are unchanged. The base weight (encoder, verification, AR twin) stays."""
-        from .int8 import Int8Linear
-
         if self.merged is None or self._merged_key != self._key():
             self.merge()
         self.int8, self._int8_key = Int8Linear(self.merged), self._key()

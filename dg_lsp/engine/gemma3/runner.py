@@ -20,6 +20,7 @@ from ..canvas import BANNED
 from ..runner import ModelRunner, head_logits
 from . import adapter as A
 from . import cache_view as C
+from .int8 import Int8Linear
 from .vocab import OutputVocab
 
 
@@ -51,14 +52,16 @@ class Gemma3Runner(ModelRunner):
     def refresh(self) -> None:
         """After a load or a dtype cast: the restricted output head, and the adapter's merged inference weights
         (adapter.LoRALinear.merge: one matmul per adapted linear in a decoder pass)."""
-        self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)  # [V', H]
         self.adapter.merge()
-        self._head_int8 = None
         if self.int8:
-            from .int8 import Int8Linear
-
             self.adapter.pack_int8()
-            self._head_int8 = Int8Linear(self._head)
+        self._build_head()
+
+    def _build_head(self) -> None:
+        """The restricted output head [V', H] from the vocabulary's rows of the tied embedding, and with dtype int8
+        its int8 copy (the decoder's)."""
+        self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
+        self._head_int8 = Int8Linear(self._head) if self.int8 else None
 
     MAX_ADDED_COLUMNS = 4096  # output columns add_columns may add in all, after the vocabulary's own
 
@@ -76,16 +79,9 @@ class Gemma3Runner(ModelRunner):
         new = [i for i in missing if i not in self._special][:max(0, room)]
         if not new:
             return 0
-        from .vocab import OutputVocab
-
         self._vocab = OutputVocab(vocab.ids.cpu().tolist() + new, vocab.full_size)
         self.output_vocab = self._vocab.to(self.device)
-        embed = A.text_model(self.model).embed_tokens.weight
-        self._head = torch.cat([self._head, embed.index_select(0, torch.tensor(new, device=embed.device))])
-        if self._head_int8 is not None:
-            from .int8 import Int8Linear
-
-            self._head_int8 = Int8Linear(self._head)
+        self._build_head()
         return len(new)
 
     def use_int8(self) -> None:
