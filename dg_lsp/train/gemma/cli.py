@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     from .trainer import Run
 
     run = Run(opts)
-    run.heldout_files = data.collect("heldout")
+    run.heldout_files = [] if opts.no_eval else data.collect("heldout")
     logging.info("train files %d, held-out files %d, vocab %d", len(run.train_files), len(run.heldout_files),
                  len(run.vocab))
     run.train(evaluate)

@@ -11,6 +11,8 @@ pass possible. Holes whose prompt does not tokenize as a prefix of the chunk are
 from __future__ import annotations
 
 import hashlib
+import json
+import lzma
 import random
 import sysconfig
 from dataclasses import dataclass
@@ -47,6 +49,7 @@ HELD_OUT_NAMES = {p[0] for p in HELD_OUT_PACKAGES} | {"markupsafe"}  # jinja2's 
 _SKIP_DIRS = {"test", "tests", "testing", "idle_test", "site-packages", "__pycache__", "_vendor", "vendor",
               "vendored", "_vendored"}
 MAX_FILE_BYTES = 300_000
+EMBED_ROWS = "embed_rows.json"  # in a base directory built with part of its embedding rows (gpu.py): their ids
 PACKAGE_BYTES_CAP = 3_000_000  # a huge package (sympy, transformers) gives at most this much text
 
 
@@ -80,9 +83,24 @@ def _read_tree(root: Path, package: str, cap: int, seen: set[str]) -> list[Sourc
     return out
 
 
-def collect(split: str) -> list[SourceFile]:
+def write_corpus(files: list[SourceFile], path: Path) -> Path:
+    """The files as xz-compressed JSON lines (path, package, text): a machine without these packages (the lent
+    GPU's) trains on exactly this machine's corpus (`collect(split, corpus=path)`)."""
+    lines = "\n".join(json.dumps({"path": f.path, "package": f.package, "text": f.text}) for f in files)
+    Path(path).write_bytes(lzma.compress(lines.encode("utf-8"), preset=6))
+    return Path(path)
+
+
+def read_corpus(path: Path) -> list[SourceFile]:
+    text = lzma.decompress(Path(path).read_bytes()).decode("utf-8")
+    return [SourceFile(**json.loads(line)) for line in text.split("\n") if line]
+
+
+def collect(split: str, corpus: str | Path | None = None) -> list[SourceFile]:
     """'train': the stdlib (minus its held-out packages) and TRAIN_PACKAGES; 'heldout': HELD_OUT_PACKAGES and
-    the held-out stdlib packages."""
+    the held-out stdlib packages. `corpus`: a file `write_corpus` wrote, read instead of this machine's trees."""
+    if corpus:
+        return read_corpus(Path(corpus))
     std = Path(sysconfig.get_paths()["stdlib"])
     sp = site_packages()
     seen: set[str] = set()
@@ -168,7 +186,9 @@ class HoleMaker:
     """Draws chunks and holes; tokenizes them as the engine does."""
 
     def __init__(self, tokenizer, files: list[SourceFile], chunk_tokens: int = 448, max_hole_tokens: int = 31,
-                 head_tokens: int = 16, seed: int = 0):
+                 head_tokens: int = 16, seed: int = 0, allowed: set[int] | None = None):
+        """`allowed`: the only token ids a chunk and a hole's pinned head may hold (a base model built with part of
+        its embedding rows, `gpu.py`); a chunk or hole with another is skipped and counted in `dropped`."""
         self.tok = tokenizer
         self.files = files
         self.weights = [len(f.text) for f in files]
@@ -179,6 +199,8 @@ class HoleMaker:
         self.bos = tokenizer.bos_token_id
         self.tried = 0
         self.kept = 0
+        self.allowed = allowed
+        self.dropped = 0
 
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False) if text else []
@@ -202,6 +224,9 @@ class HoleMaker:
         """One chunk's tokens and up to `want` holes in it that share its encoder pass."""
         f, start, text, ids = self.chunk()
         out: list[Hole] = []
+        if self.allowed is not None and not self.allowed.issuperset(ids):
+            self.dropped += 1
+            return ids, out
         names = [k for k, _ in KINDS]
         weights = [w for _, w in KINDS]
         for _ in range(want * 3):
@@ -224,6 +249,9 @@ class HoleMaker:
             if len(hole_ids) > self.max_hole:
                 continue
             head = self.encode(healing.split_suffix(suffix, tail)[1])[: self.head_tokens]
+            if self.allowed is not None and not self.allowed.issuperset(head):
+                self.dropped += 1
+                continue
             out.append(Hole(kind, prompt, hole_ids, head, middle))
             self.kept += 1
         return ids, out

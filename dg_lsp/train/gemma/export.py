@@ -56,6 +56,8 @@ def model_card(state: dict, vocab: dict, n_params: int, size_mb: float, tensors:
     opts = state.get("options", {})
     gate = tensors["future_bias"].tolist() if "future_bias" in tensors else None
     coverage = f"{100 * vocab['train_coverage']:.2f}%" if "train_coverage" in vocab else "(not recorded)"
+    gpu_s = state.get("gpu_seconds", 0.0)
+    gpu = f" and {gpu_s / 60:.1f} GPU-minutes (`dg_lsp/train/gemma/gpu.py`)" if gpu_s else ""
     gate_line = ("" if gate is None else
                  f"\n- Canvas gate: one learned additive attention bias per query head on canvas keys right of the "
                  f"row, started at {opts.get('future_gate')} (nearly causal: the decoder started as the base "
@@ -100,7 +102,7 @@ See `NOTICE`.
   byte tokens and pad/eos/bos), covering {coverage} of training tokens; hole
   targets outside it are spelled in byte tokens.
 - Training: {state.get('step', 0)} steps, {state.get('holes', 0)} holes, {state.get('scored_tokens', 0)} scored
-  tokens, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours, `python -m dg_lsp.train.gemma` with
+  tokens, {state.get('cpu_seconds', 0) / 3600:.2f} CPU-hours{gpu}, `python -m dg_lsp.train.gemma` with
   {json.dumps({k: opts.get(k) for k in ('lr', 'rank', 'alpha', 'holes_per_chunk', 'chunk_tokens', 'dtype', 'ltr_noise', 'ar_distill', 'gate_lr', 'end_head', 'end_lr', 'end_bias_lr')})}.
 
 ## Training data (permissive licences only)

@@ -41,6 +41,12 @@ class CanvasBatch:
     ltr: torch.BoolTensor | None = None  # [S] the row's canvas was masked from a cut on (left-to-right decoding's)
     teacher: torch.Tensor | None = None  # [M, W, H] the base model's causal pass over clean_ids, once (trainer)
 
+    def to(self, device) -> "CanvasBatch":
+        """The batch with every tensor on `device` (it is built on the CPU)."""
+        moved = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
+        moved["masks"] = {k: v.to(device) for k, v in self.masks.items()}
+        return CanvasBatch(**moved)
+
 
 def to_vocab(ids: list[int], in_vocab: set[int], byte_ids_of) -> list[int]:
     """Replace ids outside the output vocabulary by their UTF-8 byte tokens (so every hole can be written)."""

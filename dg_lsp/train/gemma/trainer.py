@@ -78,6 +78,8 @@ class Options:
     eval_minutes: float = 30.0
     eval_problems: int = 20
     eval_order: str = "left_to_right"  # the in-training eval's unmasking order (evaluate.greedy_infill)
+    no_eval: bool = False  # no in-training eval (a machine without HumanEval's files, e.g. the lent GPU)
+    corpus: str = ""  # a corpus file data.write_corpus wrote, instead of this machine's source trees (gpu.py)
     log_every: int = 10
 
 
@@ -93,6 +95,8 @@ class Run:
         self.model = AutoModelForCausalLM.from_pretrained(opts.base, local_files_only=True, dtype=getattr(torch, opts.dtype),
                                                           attn_implementation="sdpa").to(opts.device)
         self.model.eval()
+        if opts.device.startswith("cuda"):
+            log.info("device %s, torch %s", torch.cuda.get_device_name(), torch.__version__)
         self.cfg = self.model.config
         self.mask_id = self.tok.convert_tokens_to_ids("<mask>")
         self.pad_id = self.tok.pad_token_id
@@ -101,14 +105,16 @@ class Run:
                                 mask_gate=float(opts.mask_gate) if opts.mask_gate and not opts.no_gate else None,
                                 end_head=opts.end_head,
                                 suffix_gate=float(opts.suffix_gate) if opts.suffix_gate and not opts.no_gate else None)
-        self.train_files = data.collect("train")
+        self.train_files = data.collect("train", opts.corpus or None)
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
         self.pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])  # the pad's output row
         self.teachers = Teachers(self.model, self.pad_row, opts.poe_weight)
         self._byte = {b: tid for b, tid in enumerate(byte_token_ids(self.tok))}
+        rows = Path(opts.base) / data.EMBED_ROWS  # a base built with part of its embedding (gpu.py): only those ids
+        allowed = set(json.loads(rows.read_text())) if rows.is_file() else None
         self.maker = data.HoleMaker(self.tok, self.train_files, opts.chunk_tokens, head_tokens=opts.head_tokens,
-                                    seed=opts.seed)
+                                    seed=opts.seed, allowed=allowed)
         self.rng = random.Random(opts.seed + 1)
         ad = self.adapter
         gate = [ad.future_bias] if ad.future_bias is not None else []
@@ -118,7 +124,8 @@ class Run:
         groups += [{"params": [ad.end_row], "base_lr": opts.end_lr},
                    {"params": [ad.end_bias], "base_lr": opts.end_bias_lr}] if end else []
         self.opt = torch.optim.AdamW(groups, lr=opts.lr, weight_decay=0.0, betas=(0.9, 0.99))
-        self.state = {"step": 0, "holes": 0, "scored_tokens": 0, "cpu_seconds": 0.0, "evals": []}
+        # cpu_seconds: this process's CPU time (the CPU runs' budget); gpu_seconds: wall time of steps on a GPU
+        self.state = {"step": 0, "holes": 0, "scored_tokens": 0, "cpu_seconds": 0.0, "gpu_seconds": 0.0, "evals": []}
         if opts.resume and (self.out / "adapter.safetensors").is_file():
             self._load_checkpoint()
         elif opts.init_from:
@@ -128,7 +135,8 @@ class Run:
             prev = Path(opts.init_from) / "train_state.json"
             if prev.is_file():  # counters carry on, so the model card reports the whole training
                 saved = json.loads(prev.read_text())
-                self.state.update({k: saved[k] for k in ("step", "holes", "scored_tokens", "cpu_seconds", "evals")
+                self.state.update({k: saved[k] for k in ("step", "holes", "scored_tokens", "cpu_seconds", "gpu_seconds",
+                                                         "evals")
                                    if k in saved})
             log.info("initialised from %s", opts.init_from)
             if opts.reset_gate and self.adapter.future_bias is not None:  # a new run only, never on --resume
@@ -173,10 +181,10 @@ class Run:
 
         with torch.no_grad():
             cache = DynamicCache(config=self.cfg)
-            A.encoder_pass(self.model, torch.tensor([ids]), cache)
+            A.encoder_pass(self.model, torch.tensor([ids], device=self.opts.device), cache)
         ro = C.ReadOnlyCache.of(cache, batch=len(holes))
         batch = objective.build(holes, len(ids), self.layer_kinds, self.mask_id, self.pad_id, self.vocab.to_rows,
-                                self.rng, ltr=self.opts.ltr_noise)
+                                self.rng, ltr=self.opts.ltr_noise).to(self.opts.device)
         hidden = A.decoder_hidden(self.model, self.adapter, batch.ids, batch.positions, ro, batch.masks, batch.pinned)
         flat = hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.rows)
         head = self.vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
@@ -225,7 +233,7 @@ class Run:
         return f" | end head bias {ad.end_bias.item():.2f} row {ad.end_row.detach().norm().item():.2f}"
 
     def step(self) -> dict:
-        t0 = time.process_time()
+        t0, w0 = time.process_time(), time.monotonic()
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state["step"], g.get("base_lr"))
         total, n, holes, his, s1, ends = 0.0, 0, 0, [], [], []
@@ -253,7 +261,11 @@ class Run:
         self.state["step"] += 1
         self.state["holes"] += holes
         self.state["scored_tokens"] += n
-        self.state["cpu_seconds"] += time.process_time() - t0
+        if self.opts.device.startswith("cuda"):
+            torch.cuda.synchronize()
+            self.state["gpu_seconds"] = self.state.get("gpu_seconds", 0.0) + time.monotonic() - w0
+        else:
+            self.state["cpu_seconds"] += time.process_time() - t0
         teacher = {k: sum(v) / len(v) for k, v in teach.items() if v}
         return {**teacher, "loss": total / max(1, n), "hi_noise_loss": sum(his) / max(1, len(his)),
                 "slot1_loss": sum(s1) / max(1, len(s1)), "end_loss": sum(ends) / max(1, len(ends)), "holes": holes}
@@ -284,7 +296,7 @@ class Run:
     def train(self, evaluate) -> None:
         start = time.monotonic()
         last_ckpt = last_eval = start
-        if not self.state["evals"]:
+        if not self.state["evals"] and not self.opts.no_eval:
             self.state["evals"].append(evaluate(self))
             log.info("eval %s", self.state["evals"][-1])
         acc = {"loss": 0.0, "hi": 0.0, "s1": 0.0, "end": 0.0, "n": 0}
@@ -305,10 +317,10 @@ class Run:
             if self.state["step"] % self.opts.log_every == 0:
                 dt = time.monotonic() - t_log
                 log.info("step %d loss %.3f hi-noise %.3f slot1 %.3f hole-end %.3f | %.2f s/step, holes %d, %.2f CPU-h"
-                         " | gate %s%s", self.state["step"], acc["loss"] / acc["n"], acc["hi"] / acc["n"],
-                         acc["s1"] / acc["n"], acc["end"] / acc["n"],
-                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600, self.gate(),
-                         self.end_head())
+                         ", %.1f GPU-min, skipped %d | gate %s%s", self.state["step"], acc["loss"] / acc["n"],
+                         acc["hi"] / acc["n"], acc["s1"] / acc["n"], acc["end"] / acc["n"],
+                         dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600,
+                         self.state.get("gpu_seconds", 0.0) / 60, self.maker.dropped, self.gate(), self.end_head())
                 if all(k in teach for k in TEACHER_STATS):  # the AR teacher: decoder vs base CE on frontier rows, KL
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))
@@ -325,7 +337,7 @@ class Run:
             if now - last_ckpt > self.opts.ckpt_minutes * 60:
                 self.save_checkpoint()
                 last_ckpt = now
-            if now - last_eval > self.opts.eval_minutes * 60:
+            if now - last_eval > self.opts.eval_minutes * 60 and not self.opts.no_eval:
                 self.state["evals"].append(evaluate(self))
                 log.info("eval %s", self.state["evals"][-1])
                 self.save_checkpoint()
