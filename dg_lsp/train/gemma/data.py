@@ -83,11 +83,11 @@ def _read_tree(root: Path, package: str, cap: int, seen: set[str]) -> list[Sourc
     return out
 
 
-def write_corpus(files: list[SourceFile], path: Path) -> Path:
+def write_corpus(files: list[SourceFile], path: Path, preset: int = 6) -> Path:
     """The files as xz-compressed JSON lines (path, package, text): a machine without these packages (the lent
     GPU's) trains on exactly this machine's corpus (`collect(split, corpus=path)`)."""
     lines = "\n".join(json.dumps({"path": f.path, "package": f.package, "text": f.text}) for f in files)
-    Path(path).write_bytes(lzma.compress(lines.encode("utf-8"), preset=6))
+    Path(path).write_bytes(lzma.compress(lines.encode("utf-8"), preset=preset))
     return Path(path)
 
 

@@ -115,10 +115,10 @@ def embed_rows(tok, texts, always, rows: int) -> list[int]:
 
 
 def pack_bundle(bundle: Path, gguf_path: Path, base_dir: Path, rows: list[int], corpus_files, wheels=(),
-                keep=lambda name: True, adapter: Path | None = None) -> dict:
+                keep=lambda name: True, adapter: Path | None = None, xz_preset: int = 6) -> dict:
     """Write the bundle directory: `tensors.bin` (the GGUF tensors `keep(hf_name)` selects, the embedding's
     `rows` only), `manifest.json`, the base's config and tokenizer files, `corpus.jsonl.xz`, `wheels/`, and
-    `adapter/` (ADAPTER_FILES of `adapter`, if given).
+    `adapter/` (ADAPTER_FILES of `adapter`, if given). The tokenizer and corpus are xz-compressed at `xz_preset`.
     Each tensor is rebuilt here from the bytes written and checked equal to the built base's before its SHA256
     is recorded (AssertionError otherwise)."""
     import gguf
@@ -157,8 +157,9 @@ def pack_bundle(bundle: Path, gguf_path: Path, base_dir: Path, rows: list[int], 
     for name in ("config.json", "generation_config.json", "tokenizer_config.json"):
         if (base_dir / name).is_file():
             shutil.copy2(base_dir / name, bundle / name)
-    (bundle / "tokenizer.json.xz").write_bytes(lzma.compress((base_dir / "tokenizer.json").read_bytes(), preset=6))
-    data.write_corpus(corpus_files, bundle / "corpus.jsonl.xz")
+    tokenizer = (base_dir / "tokenizer.json").read_bytes()
+    (bundle / "tokenizer.json.xz").write_bytes(lzma.compress(tokenizer, preset=xz_preset))
+    data.write_corpus(corpus_files, bundle / "corpus.jsonl.xz", xz_preset)
     (bundle / "wheels").mkdir(exist_ok=True)
     for w in wheels:
         shutil.copy2(w, bundle / "wheels" / Path(w).name)

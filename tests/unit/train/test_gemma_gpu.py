@@ -64,7 +64,7 @@ def test_base_rebuilt_from_the_gguf_bytes_is_the_built_base(tmp_path):
     keep = lambda name: name.startswith("model.layers.0.") or name in ("model.norm.weight", gpu.EMBED)  # noqa: E731
     files = [SourceFile("a.py", "stdlib", "x = 1\n" * 40)]
     bundle = tmp_path / "bundle"
-    manifest = gpu.pack_bundle(bundle, gguf_path, base_dir, rows, files, keep=keep)
+    manifest = gpu.pack_bundle(bundle, gguf_path, base_dir, rows, files, keep=keep, xz_preset=0)
     assert {e["name"] for e in manifest["tensors"]} >= {gpu.EMBED, "model.norm.weight",
                                                          "model.layers.0.self_attn.q_proj.weight"}
     assert len(manifest["tensors"]) == 2 + 13
