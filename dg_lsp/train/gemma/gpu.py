@@ -46,7 +46,7 @@ PACK_DIR = ".gpu-pack"
 STASH_DIR = ".gpu-stash"
 PART_NAME = "bundle.tar.part"
 PART_META = "part.json"
-# a call carries 64 MiB with the tree; the tree without its two weight files (docs/GPU.md) is about 15.5 MiB
+# a call carries 64 MiB with the tree; the tree without its two weight files (docs/GPU.md) is about 15.7 MiB
 PART_MIB = 46
 WORK_DIR = "/tmp/dg-lsp-gpu"
 SHIPPED = "dg_lsp/model/gemma"
@@ -233,7 +233,27 @@ def pack(args) -> int:
         parts = split(bundle, out, args.part_mib)
     sizes = ", ".join(f"{p.name}: {(p / PART_NAME).stat().st_size / 2**20:.1f} MiB" for p in parts)
     _say(f"{len(parts)} parts in {out} ({sizes}); wheels: {', '.join(w.name for w in wheels) or 'none'}")
+    tree = tree_mib()
+    if tree is not None:
+        worst = tree + max((p / PART_NAME).stat().st_size for p in parts) / 2**20
+        _say(f"a call carries the tree without its weight files ({tree:.1f} MiB) and one part: {worst:.1f} MiB of "
+             f"64" + ("" if worst <= CARRY_MIB else f"; too much: pack again with --part-mib {CARRY_MIB - tree:.0f}"))
     return 0
+
+
+CARRY_MIB = 63.0  # what one call may carry, with a little room (the limit is 64 MiB)
+WEIGHT_FILES = ("dg_lsp/model/gemma/adapter.safetensors", "dg_lsp/model/small/model.safetensors")
+
+
+def tree_mib() -> float | None:
+    """MiB of the files a call's tree holds once WEIGHT_FILES are left out of it (docs/GPU.md): git's tracked
+    files and its untracked, not ignored ones; None outside a git checkout."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sum(os.path.getsize(f) for f in listed if f and f not in WEIGHT_FILES and os.path.isfile(f)) / 2**20
 
 
 # -- there: stage, join, build, train ----------------------------------------------------------------------

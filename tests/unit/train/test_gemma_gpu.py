@@ -146,3 +146,12 @@ def test_gpu_training_arguments_parse_into_the_shipped_recipe(tmp_path):
     assert opts.mask_gate == saved["mask_gate"]  # a value such as -1e4 is not read as an option
     assert (opts.device, opts.dtype, opts.no_eval, opts.minutes) == ("cuda", "bfloat16", True, 6.0)
     assert opts.chunks_per_step == 4 and opts.init_from == str(GEMMA) and opts.corpus == str(tmp_path / "c.xz")
+
+
+def test_a_part_and_the_tree_still_fit_one_call():
+    """The documented calls carry the tree without its two weight files plus one part of at most PART_MIB: as the
+    repository grows, this says when PART_MIB (and the pack) must shrink to stay under the 64 MiB a call carries."""
+    tree = gpu.tree_mib()
+    if tree is None:
+        pytest.skip("not a git checkout")
+    assert 1.0 < tree and tree + gpu.PART_MIB <= gpu.CARRY_MIB, (tree, gpu.PART_MIB)
