@@ -202,6 +202,13 @@ class HoleMaker:
         self.allowed = allowed
         self.dropped = 0
 
+    def _lacks_rows(self, ids: list[int]) -> bool:
+        """`ids` hold a token outside `allowed` (counted in `dropped`)."""
+        if self.allowed is None or self.allowed.issuperset(ids):
+            return False
+        self.dropped += 1
+        return True
+
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False) if text else []
 
@@ -224,8 +231,7 @@ class HoleMaker:
         """One chunk's tokens and up to `want` holes in it that share its encoder pass."""
         f, start, text, ids = self.chunk()
         out: list[Hole] = []
-        if self.allowed is not None and not self.allowed.issuperset(ids):
-            self.dropped += 1
+        if self._lacks_rows(ids):
             return ids, out
         names = [k for k, _ in KINDS]
         weights = [w for _, w in KINDS]
@@ -249,8 +255,7 @@ class HoleMaker:
             if len(hole_ids) > self.max_hole:
                 continue
             head = self.encode(healing.split_suffix(suffix, tail)[1])[: self.head_tokens]
-            if self.allowed is not None and not self.allowed.issuperset(head):
-                self.dropped += 1
+            if self._lacks_rows(head):
                 continue
             out.append(Hole(kind, prompt, hole_ids, head, middle))
             self.kept += 1

@@ -263,7 +263,7 @@ class Run:
         self.state["scored_tokens"] += n
         if self.opts.device.startswith("cuda"):
             torch.cuda.synchronize()
-            self.state["gpu_seconds"] = self.state.get("gpu_seconds", 0.0) + time.monotonic() - w0
+            self.state["gpu_seconds"] += time.monotonic() - w0
         else:
             self.state["cpu_seconds"] += time.process_time() - t0
         teacher = {k: sum(v) / len(v) for k, v in teach.items() if v}
@@ -320,7 +320,7 @@ class Run:
                          ", %.1f GPU-min, skipped %d | gate %s%s", self.state["step"], acc["loss"] / acc["n"],
                          acc["hi"] / acc["n"], acc["s1"] / acc["n"], acc["end"] / acc["n"],
                          dt / acc["n"], self.state["holes"], self.state["cpu_seconds"] / 3600,
-                         self.state.get("gpu_seconds", 0.0) / 60, self.maker.dropped, self.gate(), self.end_head())
+                         self.state["gpu_seconds"] / 60, self.maker.dropped, self.gate(), self.end_head())
                 if all(k in teach for k in TEACHER_STATS):  # the AR teacher: decoder vs base CE on frontier rows, KL
                     log.info("  frontier CE %.3f (base %.3f), KL %.3f",
                              *(sum(teach[k]) / len(teach[k]) for k in TEACHER_STATS))

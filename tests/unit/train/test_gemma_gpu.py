@@ -1,4 +1,4 @@
-"""The GPU training bundle (dg_lsp/train/gemma/gpu.py): parts that fit a call survive staging and join only when
+"""The GPU training bundle (dg_lsp/train/gemma/gpu.py, gpu_bundle.py): parts that fit a call survive staging and join only when
 whole and unaltered; the base rebuilt from the GGUF's bytes is the built base bit for bit (the real GGUF, a few
 tensors); the trainer reads a carried corpus and skips what the carried embedding rows cannot embed; the GPU run's
 training arguments parse into the shipped recipe."""
@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from dg_lsp.train.gemma import gpu
+from dg_lsp.train.gemma import gpu_bundle as GB
 
 GEMMA = Path(__file__).parents[3] / "dg_lsp" / "model" / "gemma"
 
@@ -22,23 +23,23 @@ def test_parts_stage_and_join_only_whole_and_unaltered(tmp_path):
     payload = bytes(range(256)) * 40
     (bundle / "tensors.bin").write_bytes(payload)
     (bundle / "manifest.json").write_text('{"format": 1}')
-    parts = gpu.split(bundle, tmp_path / "pack", part_mib=3000 / 2**20)
-    assert len(parts) >= 4 and all((p / gpu.PART_NAME).stat().st_size <= 3000 for p in parts)
+    parts = GB.split(bundle, tmp_path / "pack", part_mib=3000 / 2**20)
+    assert len(parts) >= 4 and all((p / GB.PART_NAME).stat().st_size <= 3000 for p in parts)
     stash = tmp_path / "stash"
     for p in parts[:-1]:
-        gpu.stage(p, stash)
+        GB.stage(p, stash)
     with pytest.raises(ValueError, match="missing"):
-        gpu.join(stash, tmp_path / "work")
+        GB.join(stash, tmp_path / "work")
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / gpu.PART_META).write_text((parts[-1] / gpu.PART_META).read_text())
-    data = bytearray((parts[-1] / gpu.PART_NAME).read_bytes())
+    (broken / GB.PART_META).write_text((parts[-1] / GB.PART_META).read_text())
+    data = bytearray((parts[-1] / GB.PART_NAME).read_bytes())
     data[-1] ^= 1
-    (broken / gpu.PART_NAME).write_bytes(bytes(data))
+    (broken / GB.PART_NAME).write_bytes(bytes(data))
     with pytest.raises(ValueError, match="SHA256"):
-        gpu.stage(broken, stash)
-    gpu.stage(parts[-1], stash)
-    joined = gpu.join(stash, tmp_path / "work")
+        GB.stage(broken, stash)
+    GB.stage(parts[-1], stash)
+    joined = GB.join(stash, tmp_path / "work")
     assert (joined / "tensors.bin").read_bytes() == payload
     assert (joined / "manifest.json").read_text() == '{"format": 1}'
 
@@ -61,19 +62,19 @@ def test_base_rebuilt_from_the_gguf_bytes_is_the_built_base(tmp_path):
     base_dir = B.build(base, quiet=True)
     gguf_path = importlib.import_module(base["module"]).assemble(tmp_path / base["file"])
     rows = sorted({0, 1, 2, 4, 107, 2000, 262143} | set(range(5000, 5293)))
-    keep = lambda name: name.startswith("model.layers.0.") or name in ("model.norm.weight", gpu.EMBED)  # noqa: E731
+    keep = lambda name: name.startswith("model.layers.0.") or name in ("model.norm.weight", GB.EMBED)  # noqa: E731
     files = [SourceFile("a.py", "stdlib", "x = 1\n" * 40)]
     bundle = tmp_path / "bundle"
-    manifest = gpu.pack_bundle(bundle, gguf_path, base_dir, rows, files, keep=keep, xz_preset=0)
-    assert {e["name"] for e in manifest["tensors"]} >= {gpu.EMBED, "model.norm.weight",
+    manifest = GB.pack_bundle(bundle, gguf_path, base_dir, rows, files, keep=keep, xz_preset=0)
+    assert {e["name"] for e in manifest["tensors"]} >= {GB.EMBED, "model.norm.weight",
                                                          "model.layers.0.self_attn.q_proj.weight"}
     assert len(manifest["tensors"]) == 2 + 13
-    built = gpu.build(bundle, tmp_path / "rebuilt")
+    built = GB.build(bundle, tmp_path / "rebuilt")
     got = load_file(str(built / "model.safetensors"))
     ref = safe_open(str(base_dir / "model.safetensors"), "pt")
     for name, t in got.items():
         r = ref.get_tensor(name)
-        if name == gpu.EMBED:
+        if name == GB.EMBED:
             idx = torch.tensor(rows)
             assert torch.equal(t[idx], r[idx])
             rest = torch.ones(t.shape[0], dtype=torch.bool)
@@ -87,7 +88,7 @@ def test_base_rebuilt_from_the_gguf_bytes_is_the_built_base(tmp_path):
     blob[100] ^= 0x40
     (bundle / "tensors.bin").write_bytes(bytes(blob))
     with pytest.raises(ValueError, match="differs"):
-        gpu.build(bundle, tmp_path / "rebuilt2")
+        GB.build(bundle, tmp_path / "rebuilt2")
 
 
 def test_trainer_reads_the_carried_corpus_and_skips_rows_it_lacks(tmp_path):
