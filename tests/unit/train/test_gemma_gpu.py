@@ -1,8 +1,7 @@
-"""The GPU training bundle (dg_lsp/train/gemma/gpu.py, gpu_bundle.py): parts that fit a call survive staging and
-join only when
-whole and unaltered; the base rebuilt from the GGUF's bytes is the built base bit for bit (the real GGUF, a few
-tensors); the trainer reads a carried corpus and skips what the carried embedding rows cannot embed; the GPU run's
-training arguments parse into the shipped recipe."""
+"""The GPU training bundle (dg_lsp/train/gemma/gpu.py, gpu_bundle.py): parts that fit a call survive staging and join
+only when whole and unaltered; the base rebuilt from the GGUF's bytes is the built base bit for bit (the real
+GGUF, a few tensors); the trainer reads a carried corpus and skips what the carried embedding rows cannot embed;
+the GPU run's training arguments parse into the shipped recipe."""
 
 from __future__ import annotations
 
