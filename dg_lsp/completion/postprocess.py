@@ -30,7 +30,8 @@ import re
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_lands_clean, python_compiles,
-                                   python_mends, python_misindents, spans_hole)
+                                   python_judges_hole, python_leaves_error, python_mends, python_misindents,
+                                   python_region_around, spans_hole)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
@@ -303,11 +304,19 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     # statement is unfinished), one that finishes that statement on its line with no Python error up to the next
     # line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
     compiled, uncompiled = [], []
-    for region in regions if language == "python" else []:
+    python_regions, local_python = regions if language == "python" else [], None
+    if python_regions and not any(python_judges_hole(p, s) for p, s in python_regions):
+        local_python = python_region_around(prefix, suffix)  # every region complains above the hole: look closer
+    for region in python_regions:
         (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
+    # where every region complains above the hole, lines nearer it, only to find a lack under the hole (a text may
+    # dedent below their start: they judge nothing else)
+    lacking = uncompiled + ([local_python] if local_python is not None else [])
 
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
+            return True
+        if any(python_leaves_error(p, candidate, s) for p, s in lacking):
             return True
         if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):
             return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it

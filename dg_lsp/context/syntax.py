@@ -8,6 +8,7 @@ different lengths, and by the benchmark's syntax-valid rate. Unknown languages c
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 from tree_sitter import Node
@@ -36,7 +37,9 @@ _LITERAL_SUFFIXES = ("string", "string_literal", "comment", "char_literal", "run
 
 
 def _is_literal(node: Node) -> bool:
-    return node.type.endswith(_LITERAL_SUFFIXES)
+    # adjacent strings (`"a "\n"b"`, Python and C) are one `concatenated_string` of closed strings: a text may
+    # end with the first of them; each string in it is judged on its own
+    return node.type.endswith(_LITERAL_SUFFIXES) and node.type != "concatenated_string"
 
 
 def opens_unclosed_literal(root: Node, start: int, end: int) -> bool:
@@ -139,18 +142,25 @@ def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | N
     return not opens_unclosed_literal(root, start, end)
 
 
-def python_error(text: str) -> tuple[int, bool] | None:
+def python_complaint(text: str) -> tuple[int, bool, str] | None:
     """Python's first complaint about `text`, its common indentation removed (compiled to an AST only: nothing
-    runs), as (its 1-based line, 0 if it has none; whether it is an indentation error), or None if it compiles."""
+    runs), as (its 1-based line, 0 if it has none; whether it is an indentation error; its message), or None if it
+    compiles."""
     try:
         compile(textwrap.dedent(text), "<suggestion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
         return None
     except IndentationError as e:
-        return (e.lineno or 0, True)
+        return (e.lineno or 0, True, e.msg or "")
     except SyntaxError as e:
-        return (e.lineno or 0, False)
-    except (ValueError, RecursionError, MemoryError, OverflowError):
-        return (0, False)
+        return (e.lineno or 0, False, e.msg or "")
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return (0, False, str(e))
+
+
+def python_error(text: str) -> tuple[int, bool] | None:
+    """`python_complaint` without the message: (line, whether it is an indentation error), or None."""
+    complaint = python_complaint(text)
+    return None if complaint is None else complaint[:2]
 
 
 def python_compiles(text: str) -> bool:
@@ -183,6 +193,74 @@ def python_mends(prefix: str, text: str, suffix: str) -> bool:
         return False
     after = python_error(prefix + text + suffix)
     return after is None or after[0] > _met_line(prefix, text, suffix)
+
+
+REACH = 8  # lines below the cursor's line where a complaint of the window without the text counts as the hole's
+PAST = 2  # with the text, a complaint this few lines under where the window's first one was still counts
+# complaints that name where something opens, not where the window broke: a string or bracket a window cut at its
+# end leaves open is reported at its start, which may be anywhere
+_OPENED = ("unterminated", "was never closed")
+_CLAUSE = re.compile(r"\s*(else|elif|except|finally|case)\b")
+
+
+def _inner_complaint(text: str, own_line: int) -> tuple[int, bool, str] | None:
+    """`python_complaint` where it is about the text's inside: None where it compiles, and where the complaint
+    could be the window's cut: a string or bracket reported where it opens (unless that is `own_line`, the cursor's
+    line: its own statement is unfinished), a complaint on the last non-blank line or past it other than an
+    unmatched bracket (a block with no body, a statement cut short)."""
+    complaint = python_complaint(text)
+    if complaint is None or complaint[0] != own_line and any(word in complaint[2] for word in _OPENED):
+        return None
+    last = max((i + 1 for i, line in enumerate(text.split("\n")) if line.strip()), default=0)
+    return None if complaint[0] >= last and not complaint[2].startswith("unmatched") else complaint
+
+
+def python_judges_hole(prefix: str, suffix: str) -> bool:
+    """Python's first complaint about `prefix + suffix` (if any) is not above the cursor's line: the window says
+    something about the lines at the hole and under it."""
+    complaint = python_complaint(prefix + suffix)
+    return complaint is None or complaint[0] >= prefix.count("\n") + 1
+
+
+def python_region_around(prefix: str, suffix: str, sizes: tuple[int, ...] = (24, 8, 3)) -> tuple[str, str] | None:
+    """The largest run of the `sizes` lines above the cursor's line, started at one of them least indented
+    (a statement's start, most likely; the first that serves), that Python judges at the hole (`python_judges_hole`) with `suffix` under
+    it, as (its prefix, `suffix`); None if none does. For a window whose first complaint is above the hole (cut in
+    a docstring, or starting inside a block)."""
+    above = prefix.split("\n")
+    for k in sizes:
+        lines = above[max(len(above) - 1 - k, 0):-1]
+        indents = [len(line) - len(line.lstrip()) if line.strip() else None for line in lines]
+        least = min((i for i in indents if i is not None), default=None)
+        for start in (i for i, indent in enumerate(indents) if indent == least):
+            region = "\n".join(lines[start:] + [above[-1]])
+            if python_judges_hole(region, suffix):
+                return region, suffix
+    return None
+
+
+def python_leaves_error(prefix: str, text: str, suffix: str, reach: int = REACH, past: int = PAST) -> bool:
+    """The window without `text` compiles up to the cursor's line but not past it: Python's first complaint is on
+    that line or at most `reach` lines below it (and is not one a window cut at its end makes: `_inner_complaint`).
+    With the text Python still complains at the cursor's line, or below it at most `past` lines under where the
+    first complaint was (moved down by the text's line breaks). A text inside the cursor's line answers only for
+    that line (both counts 0): a complaint under it was there whatever the line says. The code at and under the hole lacks what the hole
+    should hold (continuation lines whose call starts there, dict entries under a missing `ops = {`, an `else:`
+    whose `if` body is missing, the cursor's own unfinished statement), and a text that leaves that lack, or fixes
+    one line of it and not the next, is not what goes there. Where the first complaint is above the cursor's line
+    the window says nothing about the hole, nor where it starts at a clause (`else:`) on the cursor's line, whose
+    statement is not in it: False."""
+    hole = prefix.count("\n") + 1
+    if hole == 1 and _CLAUSE.match(prefix + text):  # the window starts at a clause: its statement is not in it
+        return False
+    if "\n" not in text:  # inside the cursor's line: only its own statement is the text's to finish
+        reach = past = 0
+    before = _inner_complaint(prefix + suffix, hole)
+    if before is None or not hole <= before[0] <= hole + reach:
+        return False
+    after = _inner_complaint(prefix + text + suffix, hole)
+    return after is not None and hole <= after[0] <= max(before[0] + text.count("\n") + past,
+                                                         _met_line(prefix, text, suffix))
 
 
 def python_misindents(prefix: str, text: str, suffix: str) -> bool:

@@ -72,3 +72,31 @@ def test_python_mends_a_statement_the_cursor_is_in(prefix, text, suffix, mends):
     from dg_lsp.context.syntax import python_mends
 
     assert python_mends(prefix, text, suffix) is mends
+
+
+@pytest.mark.parametrize("prefix,text,suffix,leaves", [
+    # continuation lines whose call starts at the hole: a comment there leaves them dangling, the call's start not
+    ("def f(p):\n    if p:\n", "        # p is set\n", "            'no p')\n    return p\n", True),
+    ("def f(p):\n    if p:\n", "        raise ValueError(\n", "            'no p')\n    return p\n", False),
+    # dict entries under a missing `ops = {`: Python's complaint is at the closing brace, lines below the hole
+    ("def g():\n    pass\n\n", "# the ops\n", '    "a": 1,\n    "b": 2,\n    }\n\nx = 1\n', True),
+    ("def g():\n    pass\n\n", "ops = {\n", '    "a": 1,\n    "b": 2,\n    }\n\nx = 1\n', False),
+    # it mends one line and not the next: the bytes go on over two more lines
+    ("x = 1\n", "for c in b'ab':\n", "          b'cd'\n          b'ef'):\n    m[c] = c\n", True),
+    ("x = 1\n", "for c in (b'ab'\n", "          b'cd'\n          b'ef'):\n    m[c] = c\n", False),
+    # the cursor's own statement, left unfinished by the text
+    ("class A(Base", ":", "\n    x = 1\n", True),
+    ("class A(Base", "):", "\n    x = 1\n", False),
+    # the window's own cut: a block with no body on its last line says nothing about the hole
+    ("def f(x):\n", "    y = 1\n", "    if x:\n", False),
+    # a complaint above the cursor's line: nothing to judge by
+    ("def f(:\n    x = 1\n", "    # why\n", "        y)\n", False),
+    # a complaint further below than REACH lines is not the hole's
+    ("x = 1\n", "# note\n", "y = 2\n" * 10 + "  z = 3\n", False),
+    # the window starts at the cursor's clause: its `if` is not in it
+    ("e", "lse:", "\n    x = 1\n", False),
+])
+def test_python_leaves_error_where_the_code_under_the_hole_lacks_its_start(prefix, text, suffix, leaves):
+    from dg_lsp.context.syntax import python_leaves_error
+
+    assert python_leaves_error(prefix, text, suffix) is leaves
