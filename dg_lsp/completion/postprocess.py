@@ -299,10 +299,13 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             befores.append(local[1])
 
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
-    # suggestion must compile with it, and in one that does not, a suggestion that breaks lines must leave no
-    # indentation error where its lines are or meet the next one. Where none compiles without it (the cursor's
-    # statement is unfinished), one that finishes that statement on its line with no Python error up to the next
-    # line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
+    # suggestion must compile with it. One that does not compile without it and does with it passes, whatever
+    # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
+    # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
+    # whose call the hole should start). In a region that does not compile, a suggestion that breaks lines must
+    # leave no indentation error where its lines are or meet the next one. Where none compiles without it (the
+    # cursor's statement is unfinished), one that finishes that statement on its line with no Python error up to
+    # the next line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
     compiled, uncompiled = [], []
     python_regions, local_python = regions if language == "python" else [], None
     if python_regions and not any(python_judges_hole(p, s) for p, s in python_regions):
@@ -316,6 +319,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
             return True
+        if any(python_compiles(p + candidate + s) for p, s in lacking):
+            return False  # it makes lines that did not compile compile: Python's word outweighs tree-sitter's
         if any(python_leaves_error(p, candidate, s) for p, s in lacking):
             return True
         if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):

@@ -135,3 +135,13 @@ def test_a_string_that_the_next_line_continues_by_adjacency_is_not_an_open_liter
     prefix, suffix = "def f():\n    msg = (\n", '        "second part")\n    return msg\n'
     assert clean_cut('        "first part "\n', prefix, suffix, "python") == '        "first part "\n'
     assert clean_cut('        "first part \n', prefix, suffix, "python") == ""  # a string it does leave open
+
+
+def test_a_text_that_makes_the_window_compile_is_shown_whatever_tree_sitter_makes_of_a_part_of_it():
+    """Found on HumanEval single-line 105/L10 and 19/L11, the right answer never shown: the `}` that closes a dict
+    opened 30 lines up. Tree-sitter's error runs over the hole in the window, so a run of lines nearer the hole,
+    inside the dict, judged the brace, and there it is an error. Python compiles the window with it."""
+    prefix = "def f(x):\n    value_map = {\n" + "".join(f"        'k{i}': {i},\n" for i in range(30))
+    suffix = "    return value_map[x]\n"
+    assert clean_cut("    }\n", prefix, suffix, "python") == "    }\n"
+    assert clean_cut("    ]\n", prefix, suffix, "python") == ""
