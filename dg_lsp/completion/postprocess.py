@@ -30,7 +30,7 @@ import re
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_lands_clean, python_compiles,
-                                   python_judges_hole, python_leaves_error, python_mends, python_misindents,
+                                   python_fixes, python_judges_hole, python_leaves_error, python_mends, python_misindents,
                                    python_region_around, spans_hole)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
@@ -319,8 +319,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
             return True
-        if any(python_compiles(p + candidate + s) for p, s in lacking):
-            return False  # it makes lines that did not compile compile: Python's word outweighs tree-sitter's
+        if any(python_compiles(p + candidate + s) or python_fixes(p, candidate, s) for p, s in lacking):
+            return False  # it mends lines that did not compile: Python's word outweighs tree-sitter's
         if any(python_leaves_error(p, candidate, s) for p, s in lacking):
             return True
         if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):

@@ -203,16 +203,52 @@ _OPENED = ("unterminated", "was never closed")
 _CLAUSE = re.compile(r"\s*(else|elif|except|finally|case)\b")
 
 
-def _inner_complaint(text: str, own_line: int) -> tuple[int, bool, str] | None:
+def _inner_complaint(text: str, own: range) -> tuple[int, bool, str] | None:
     """`python_complaint` where it is about the text's inside: None where it compiles, and where the complaint
-    could be the window's cut: a string or bracket reported where it opens (unless that is `own_line`, the cursor's
-    line: its own statement is unfinished), a complaint on the last non-blank line or past it other than an
-    unmatched bracket (a block with no body, a statement cut short)."""
+    could be the window's cut, unless it is on one of the lines `own` (the cursor's statement, or a suggestion's
+    lines: theirs to answer for): a string or bracket reported where it opens, a complaint on the last non-blank
+    line or past it other than an unmatched bracket (a block with no body, a statement cut short)."""
     complaint = python_complaint(text)
-    if complaint is None or complaint[0] != own_line and any(word in complaint[2] for word in _OPENED):
+    if complaint is None or complaint[0] in own:
+        return complaint
+    if any(word in complaint[2] for word in _OPENED):
         return None
-    last = max((i + 1 for i, line in enumerate(text.split("\n")) if line.strip()), default=0)
-    return None if complaint[0] >= last and not complaint[2].startswith("unmatched") else complaint
+    end = max((i + 1 for i, line in enumerate(text.split("\n")) if line.strip()), default=0)
+    return None if complaint[0] >= end and not complaint[2].startswith("unmatched") else complaint
+
+
+def _own_lines(prefix: str, text: str) -> tuple[range, range]:
+    """The lines a string or bracket opened on belongs to the cursor's statement (without the text: the cursor's
+    line, where code stands before the cursor on it) and to the text's (with it: the lines it writes on, not the one
+    its final line break starts)."""
+    hole = prefix.count("\n") + 1
+    cursor = range(hole, hole + 1) if prefix.rpartition("\n")[2].strip() else range(0)
+    written = text.count("\n") + (not text.endswith("\n"))
+    return cursor, range(hole, hole + written) if text.strip() else cursor
+
+
+def python_fixes(prefix: str, text: str, suffix: str) -> bool:
+    """Python complains about the window without `text` at the cursor's line or under it, other than where the
+    window's cut makes it (`_inner_complaint`), or about a string or bracket opened above the hole, which runs over
+    it; and with the text that complaint is gone: it compiles, or
+    its first complaint is further down than the old one (moved by the text's lines) and is one the window's cut
+    makes (`_inner_complaint`), not one on the text's own lines. The window lacked what the text supplies (the
+    first line of a call continued under it, the `}` of a dict opened above, a body under a `def`)."""
+    hole = prefix.count("\n") + 1
+    cursor, written = _own_lines(prefix, text)
+    before = python_complaint(prefix + suffix)
+    if before is None:
+        return False
+    if not (before[0] < hole and any(word in before[2] for word in _OPENED)):  # else: opened above, over the hole
+        before = _inner_complaint(prefix + suffix, cursor)
+        if before is None or before[0] < hole:
+            return False
+    after = python_complaint(prefix + text + suffix)
+    if after is None:
+        return True
+    if after[0] <= before[0] + text.count("\n"):
+        return False
+    return _inner_complaint(prefix + text + suffix, written) is None
 
 
 def python_judges_hole(prefix: str, suffix: str) -> bool:
@@ -249,16 +285,19 @@ def python_leaves_error(prefix: str, text: str, suffix: str, reach: int = REACH,
     whose `if` body is missing, the cursor's own unfinished statement), and a text that leaves that lack, or fixes
     one line of it and not the next, is not what goes there. Where the first complaint is above the cursor's line
     the window says nothing about the hole, nor where it starts at a clause (`else:`) on the cursor's line, whose
-    statement is not in it: False."""
+    statement is not in it, nor where it has no code after the cursor: False."""
     hole = prefix.count("\n") + 1
     if hole == 1 and _CLAUSE.match(prefix + text):  # the window starts at a clause: its statement is not in it
         return False
+    if not suffix.strip():  # no code under the hole to lack anything
+        return False
     if "\n" not in text:  # inside the cursor's line: only its own statement is the text's to finish
         reach = past = 0
-    before = _inner_complaint(prefix + suffix, hole)
+    cursor, written = _own_lines(prefix, text)
+    before = _inner_complaint(prefix + suffix, cursor)
     if before is None or not hole <= before[0] <= hole + reach:
         return False
-    after = _inner_complaint(prefix + text + suffix, hole)
+    after = _inner_complaint(prefix + text + suffix, written)
     return after is not None and hole <= after[0] <= max(before[0] + text.count("\n") + past,
                                                          _met_line(prefix, text, suffix))
 

@@ -145,3 +145,14 @@ def test_a_text_that_makes_the_window_compile_is_shown_whatever_tree_sitter_make
     suffix = "    return value_map[x]\n"
     assert clean_cut("    }\n", prefix, suffix, "python") == "    }\n"
     assert clean_cut("    ]\n", prefix, suffix, "python") == ""
+
+
+def test_the_first_line_of_a_call_continued_under_the_hole_is_shown_in_a_window_cut_inside_a_string():
+    """Found on held-out http/__init__.py (`PAYMENT_REQUIRED = (402, 'Payment Required',` never shown): the window
+    ends inside a string and the hole's own line is broken across it, so tree-sitter asked the text to mend
+    what it cannot see. Python finds the hole's complaint gone and only the cut's left."""
+    prefix = "class S:\n    OK = (200, 'OK',\n        'Request fulfilled')\n"
+    suffix = "        'Document created')\n    ACCEPTED = (202, 'Accepted',\n        'Request accepted"
+    right = "    CREATED = (201, 'Created',\n"
+    assert clean_cut(right, prefix, suffix, "python") == right
+    assert clean_cut("    # created\n", prefix, suffix, "python") == ""

@@ -100,3 +100,28 @@ def test_python_leaves_error_where_the_code_under_the_hole_lacks_its_start(prefi
     from dg_lsp.context.syntax import python_leaves_error
 
     assert python_leaves_error(prefix, text, suffix) is leaves
+
+
+CUT_CLASS = ("class S:\n    OK = (200, 'OK',\n        'Request fulfilled')\n",
+             "        'Document created')\n    ACCEPTED = (202, 'Accepted',\n        'Request accepted")
+
+
+@pytest.mark.parametrize("prefix,text,suffix,fixes", [
+    # the first line of a call continued under the hole, in a window cut inside a later string: the complaint that
+    # is left is the cut's
+    (*CUT_CLASS[:1], "    CREATED = (201, 'Created',\n", CUT_CLASS[1], True),
+    # a string the text itself leaves open is its own
+    (*CUT_CLASS[:1], "    CREATED = (201, 'Created\n", CUT_CLASS[1], False),
+    # the complaint under the hole stays where it was
+    (*CUT_CLASS[:1], "    # created\n", CUT_CLASS[1], False),
+    # the `}` of a dict opened above the hole
+    ("d = {\n    'a': 1,\n", "}\n", "print(d)\n", True),
+    # a complaint above the hole, about something else: nothing the text could fix
+    ("def f(:\n    x = 1\n", "    y = 2\n", "        z = 3\n", False),
+    # nothing to fix
+    ("x = 1\n", "y = 2\n", "z = 3\n", False),
+])
+def test_python_fixes_what_the_window_lacked(prefix, text, suffix, fixes):
+    from dg_lsp.context.syntax import python_fixes
+
+    assert python_fixes(prefix, text, suffix) is fixes
