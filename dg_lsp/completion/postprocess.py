@@ -299,7 +299,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             befores.append(local[1])
 
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
-    # suggestion must compile with it. One that does not compile without it and does with it passes, whatever
+    # suggestion must compile with it, and where the window or the scope does, that is the verdict (a window cut
+    # at a docstring's closing quotes reads as strings inverted to tree-sitter). A region that does not compile without it and does with it passes, whatever
     # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
     # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
     # whose call the hole should start). In a region that does not compile, a suggestion that breaks lines must
@@ -319,6 +320,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
             return True
+        if any(region in compiled for region in regions[:2]):
+            return False  # the window or the scope compiles, with the text too: tree-sitter has nothing to add
         if any(python_compiles(p + candidate + s) or python_fixes(p, candidate, s) for p, s in lacking):
             return False  # it mends lines that did not compile: Python's word outweighs tree-sitter's
         if any(python_leaves_error(p, candidate, s) for p, s in lacking):

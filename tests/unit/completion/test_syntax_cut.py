@@ -156,3 +156,18 @@ def test_the_first_line_of_a_call_continued_under_the_hole_is_shown_in_a_window_
     right = "    CREATED = (201, 'Created',\n"
     assert clean_cut(right, prefix, suffix, "python") == right
     assert clean_cut("    # created\n", prefix, suffix, "python") == ""
+
+
+def test_where_the_scope_compiles_with_the_text_the_windows_broken_top_does_not_count():
+    """Found on held-out email/utils.py (a function's whole body, never shown): the window starts at the closing
+    quotes of a docstring, so tree-sitter reads its strings as code and its code as strings, and a body with a
+    docstring of its own moved those errors. The function itself compiles without the body and with it."""
+    prefix = ('    """\n    x = compute()\n    return x\n\n\ndef format_it(dt):\n'
+              '    """Turn a value into a string as RFC 2822 says.\n\n    If usegmt is True, dt must be aware.\n    """\n'
+              "    return dt\n\n\ndef decode_rfc2231(s):\n")
+    suffix = "    return parts\n\n\ndef encode_rfc2231(s):\n    return s\n"
+    body = ('    """Decode string according to RFC 2231"""\n    parts = s.split("\'", 2)\n'
+            "    if len(parts) <= 2:\n        return None, None, s\n")
+    scope = ("def decode_rfc2231(s):\n", "    return parts\n")
+    assert clean_cut(body, prefix, suffix, "python", scope) == body
+    assert clean_cut("    if len(parts) <= 2:\n", prefix, suffix, "python", scope) == ""  # no body under it
