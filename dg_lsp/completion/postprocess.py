@@ -300,7 +300,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
 
     # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
     # suggestion must compile with it, and where the window or the scope does, that is the verdict (a window cut
-    # at a docstring's closing quotes reads as strings inverted to tree-sitter). A region that does not compile without it and does with it passes, whatever
+    # at a docstring's closing quotes reads as strings inverted to tree-sitter). A region that does not compile
+    # without it and does with it, or whose complaint at the hole it removes (`python_fixes`), passes, whatever
     # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
     # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
     # whose call the hole should start). In a region that does not compile, a suggestion that breaks lines must
