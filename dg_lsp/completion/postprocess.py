@@ -30,8 +30,8 @@ import re
 
 from dg_lsp.context import get_parser, insertion_breaks_syntax, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_lands_clean, python_compiles,
-                                   python_fixes, python_judges_hole, python_leaves_error, python_mends, python_misindents,
-                                   python_region_around, spans_hole)
+                                   python_fixes, python_judges_hole, python_leaves_error, python_mends,
+                                   python_misindents, python_region_around, spans_hole)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's

@@ -228,12 +228,12 @@ def _own_lines(prefix: str, text: str) -> tuple[range, range]:
 
 
 def python_fixes(prefix: str, text: str, suffix: str) -> bool:
-    """Python complains about the window without `text` at the cursor's line or under it, other than where the
-    window's cut makes it (`_inner_complaint`), or about a string or bracket opened above the hole, which runs over
-    it; and with the text that complaint is gone: it compiles, or
-    its first complaint is further down than the old one (moved by the text's lines) and is one the window's cut
-    makes (`_inner_complaint`), not one on the text's own lines. The window lacked what the text supplies (the
-    first line of a call continued under it, the `}` of a dict opened above, a body under a `def`)."""
+    """Python complains about the window without `text` at the cursor's line or under it, other than where the window's
+    cut makes it (`_inner_complaint`), or about a string or bracket opened above the hole, which runs over it; and with
+    the text that complaint is gone: it compiles, or its first complaint is further down than the old one (moved by the
+    text's lines) and is one the window's cut makes (`_inner_complaint`), not one on the text's own lines. The window
+    lacked what the text supplies (the first line of a call continued under it, the `}` of a dict opened above, a body
+    under a `def`)."""
     hole = prefix.count("\n") + 1
     cursor, written = _own_lines(prefix, text)
     before = python_complaint(prefix + suffix)
@@ -259,10 +259,10 @@ def python_judges_hole(prefix: str, suffix: str) -> bool:
 
 
 def python_region_around(prefix: str, suffix: str, sizes: tuple[int, ...] = (24, 8, 3)) -> tuple[str, str] | None:
-    """The largest run of the `sizes` lines above the cursor's line, started at one of them least indented
-    (a statement's start, most likely; the first that serves), that Python judges at the hole (`python_judges_hole`) with `suffix` under
-    it, as (its prefix, `suffix`); None if none does. For a window whose first complaint is above the hole (cut in
-    a docstring, or starting inside a block)."""
+    """The largest run of the `sizes` lines above the cursor's line, started at one of them least indented (a
+    statement's start, most likely; the first that serves), that Python judges at the hole (`python_judges_hole`) with
+    `suffix` under it, as (its prefix, `suffix`); None if none does. For a window whose first complaint is above the
+    hole (cut in a docstring, or starting inside a block)."""
     above = prefix.split("\n")
     for k in sizes:
         lines = above[max(len(above) - 1 - k, 0):-1]
@@ -276,16 +276,16 @@ def python_region_around(prefix: str, suffix: str, sizes: tuple[int, ...] = (24,
 
 
 def python_leaves_error(prefix: str, text: str, suffix: str, reach: int = REACH, past: int = PAST) -> bool:
-    """The window without `text` compiles up to the cursor's line but not past it: Python's first complaint is on
-    that line or at most `reach` lines below it (and is not one a window cut at its end makes: `_inner_complaint`).
-    With the text Python still complains at the cursor's line, or below it at most `past` lines under where the
-    first complaint was (moved down by the text's line breaks). A text inside the cursor's line answers only for
-    that line (both counts 0): a complaint under it was there whatever the line says. The code at and under the hole lacks what the hole
-    should hold (continuation lines whose call starts there, dict entries under a missing `ops = {`, an `else:`
-    whose `if` body is missing, the cursor's own unfinished statement), and a text that leaves that lack, or fixes
-    one line of it and not the next, is not what goes there. Where the first complaint is above the cursor's line
-    the window says nothing about the hole, nor where it starts at a clause (`else:`) on the cursor's line, whose
-    statement is not in it, nor where it has no code after the cursor: False."""
+    """The window without `text` compiles up to the cursor's line but not past it: Python's first complaint is on that
+    line or at most `reach` lines below it (and is not one a window cut at its end makes: `_inner_complaint`). With the
+    text Python still complains at the cursor's line, or below it at most `past` lines under where the first complaint
+    was (moved down by the text's line breaks). A text inside the cursor's line answers only for that line (both counts
+    0): a complaint under it was there whatever the line says. The code at and under the hole lacks what the hole should
+    hold (continuation lines whose call starts there, dict entries under a missing `ops = {`, an `else:` whose `if` body
+    is missing, the cursor's own unfinished statement), and a text that leaves that lack, or fixes one line of it and
+    not the next, is not what goes there. Where the first complaint is above the cursor's line the window says nothing
+    about the hole, nor where it starts at a clause (`else:`) on the cursor's line, whose statement is not in it, nor
+    where it has no code after the cursor: False."""
     hole = prefix.count("\n") + 1
     if hole == 1 and _CLAUSE.match(prefix + text):  # the window starts at a clause: its statement is not in it
         return False

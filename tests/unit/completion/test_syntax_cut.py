@@ -163,7 +163,8 @@ def test_where_the_scope_compiles_with_the_text_the_windows_broken_top_does_not_
     quotes of a docstring, so tree-sitter reads its strings as code and its code as strings, and a body with a
     docstring of its own moved those errors. The function itself compiles without the body and with it."""
     prefix = ('    """\n    x = compute()\n    return x\n\n\ndef format_it(dt):\n'
-              '    """Turn a value into a string as RFC 2822 says.\n\n    If usegmt is True, dt must be aware.\n    """\n'
+              '    """Turn a value into a string as RFC 2822 says.\n\n'
+              '    If usegmt is True, dt must be aware.\n    """\n'
               "    return dt\n\n\ndef decode_rfc2231(s):\n")
     suffix = "    return parts\n\n\ndef encode_rfc2231(s):\n    return s\n"
     body = ('    """Decode string according to RFC 2231"""\n    parts = s.split("\'", 2)\n'
