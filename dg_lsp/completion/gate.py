@@ -1,0 +1,173 @@
+"""The syntax gate of post-processing: a suggestion is shown only if it breaks nothing around the hole.
+
+A suggestion is shown only if it adds no tree-sitter ERROR/MISSING node to the window around the hole nor to the
+enclosing scope parsed alone (`scope_window`: the scope's lines, or the top-level statement's outside any scope), and
+opens no string, docstring or comment it does not close. A multi-line one is cut to its longest clean run of leading
+lines, a broken first line of a text inside a line to its longest clean start (at the end of a word or a closing
+bracket; a whole-line text is shown whole or not at all); when no cut is clean the answer is "" (nothing is shown):
+a user prefers no suggestion to a broken one.
+
+Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
+- a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
+- one that did not compile and does with it, or whose complaint at or under the hole the suggestion removes leaving
+  only the window's cut (`python_fixes`: the first line of a call continued under the hole, the `}` of a dict opened
+  far above), passes;
+- one that leaves Python's complaint at the cursor's line, or just under the hole, where it was does not
+  (`python_leaves_error`: a comment above continuation lines, `# [tag]` above dict entries whose `ops = {` is
+  missing, a cursor's unfinished statement left so); where every window complains above the hole, the lines from a
+  least-indented one nearer it judge this (`python_region_around`);
+- in a window that does not compile, a suggestion that breaks lines leaves no indentation error on its lines or
+  where they meet the next (`python_misindents`), and one that finishes the cursor's statement on its line with no
+  complaint up to the next passes (`python_mends`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from dg_lsp.context import get_parser, introduces_syntax_errors
+from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
+                                   python_compiles, python_fixes, python_judges_hole, python_leaves_error,
+                                   python_mends, python_misindents, python_region_around, spans_hole)
+
+
+def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
+                   margin: float = 0.05) -> str | None:
+    """Length search: the best mean log-probability wins; among candidates within `margin` of it,
+    one that does not add syntax errors to the window wins the tie."""
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=lambda c: -c[1])
+    if language is None:
+        return ordered[0][0]
+    best = ordered[0][1]
+    window = prefix + suffix
+    for text, score in ordered:
+        if best - score > margin:
+            break
+        if not introduces_syntax_errors(window, prefix + text + suffix, language):
+            return text
+    return ordered[0][0]
+
+
+def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
+              scope: tuple[str, str] | None = None) -> str:
+    """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
+    `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
+    that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node of the text without the suggestion runs across the
+    hole in both (a bracket or string left open above), the lines nearest the hole are judged instead; if
+    even the hole's own lines are broken across it, the text must leave no error on itself in the scope
+    (it mends the line). A whole-line text (ending in a line break and the cursor's indentation) is judged as
+    it is: its line break is part of it. Unknown languages pass unchecked."""
+    if not text or get_parser(language) is None:
+        return text
+    regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
+    befores = [error_spans(p + s, language) for p, s in regions]
+    mend = None
+    if all(spans_hole(before, len(p.encode("utf-8"))) for (p, _), before in zip(regions, befores)):
+        local = clean_region_around(prefix, suffix, language)  # every region is blind at the hole: look closer
+        if local is None:
+            mend = regions[-1]  # the scope's lines where there is one (never cut inside a string)
+        else:
+            regions.append(local[0])
+            befores.append(local[1])
+
+    # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
+    # suggestion must compile with it, and where the window or the scope does, that is the verdict (a window cut
+    # at a docstring's closing quotes reads as strings inverted to tree-sitter). A region that does not compile
+    # without it and does with it, or whose complaint at the hole it removes (`python_fixes`), passes, whatever
+    # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
+    # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
+    # whose call the hole should start). In a region that does not compile, a suggestion that breaks lines must
+    # leave no indentation error where its lines are or meet the next one. Where none compiles without it (the
+    # cursor's statement is unfinished), one that finishes that statement on its line with no Python error up to
+    # the next line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
+    compiled, uncompiled = [], []
+    python_regions, local_python = regions if language == "python" else [], None
+    if python_regions and not any(python_judges_hole(p, s) for p, s in python_regions):
+        local_python = python_region_around(prefix, suffix)  # every region complains above the hole: look closer
+    for region in python_regions:
+        (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
+    # where every region complains above the hole, lines nearer it, only to find a lack under the hole (a text may
+    # dedent below their start: they judge nothing else)
+    lacking = uncompiled + ([local_python] if local_python is not None else [])
+
+    def breaks(candidate: str) -> bool:
+        if any(not python_compiles(p + candidate + s) for p, s in compiled):
+            return True
+        if any(region in compiled for region in regions[:2]):
+            return False  # the window or the scope compiles, with the text too: tree-sitter has nothing to add
+        if any(python_compiles(p + candidate + s) or python_fixes(p, candidate, s) for p, s in lacking):
+            return False  # it mends lines that did not compile: Python's word outweighs tree-sitter's
+        if any(python_leaves_error(p, candidate, s) for p, s in lacking):
+            return True
+        if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):
+            return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it
+        if any(python_misindents(p, candidate, s) for p, s in uncompiled):
+            return True
+        if mend is not None:
+            return not insertion_lands_clean(mend[0], candidate, mend[1], language)
+        return any(insertion_breaks_syntax(p, candidate, s, language, before)
+                   for (p, s), before in zip(regions, befores))
+
+    if not breaks(text):
+        return text
+    lines = text.split("\n")
+    tail = ""
+    if len(lines) > 1 and not lines[-1].strip():  # a whole-line text: its line break stays on every cut
+        tail, lines = "\n" + lines[-1], lines[:-1]
+    else:
+        for k in range(len(lines) - 1, 0, -1):
+            cut = "\n".join(lines[:k]).rstrip(" \t")
+            if cut.strip() and not breaks(cut):
+                return cut
+    if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
+        return ""
+    for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
+        if not breaks(cut):
+            return cut
+    return ""
+
+
+_PIECES = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def _line_cuts(line: str, most: int = 12) -> list[str]:
+    """Shorter starts of `line`, longest first, each ending at the end of a word or a closing bracket
+    (never in a blank run, never after an operator or an opening quote); at most `most` of them (each is
+    a parse or two)."""
+    ends = [m.end() for m in _PIECES.finditer(line)
+            if (m.group()[0].isalnum() or m.group() in ")]}_") and m.end() < len(line.rstrip())]
+    indent = len(line) - len(line.lstrip())
+    return [line[:end] for end in reversed(ends) if end > indent][:most]
+
+
+def _top_level_lines(above: list[str], below: list[str]) -> tuple[int, int]:
+    """Lines of the top-level statement around the cursor, for a hole outside any scope, as (lines above the
+    cursor's, lines below it): up to the nearest unindented line at or above the cursor's, down to the line
+    before the next unindented one below it (a line that starts with a closing bracket continues it)."""
+    def starts(line: str) -> bool:
+        return bool(line[:1].strip())
+
+    up = next((i for i in range(len(above)) if starts(above[len(above) - 1 - i])), len(above) - 1)
+    down = next((j - 1 for j in range(1, len(below)) if starts(below[j]) and below[j][0] not in ")]}"),
+                len(below) - 1)
+    return up, down
+
+
+def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:
+    """The part of `prefix` and `suffix` that holds the enclosing scope's lines (`ctx.enclosing`), or, outside
+    any scope, the top-level statement's: the syntax gate judges a suggestion there too, so an error elsewhere
+    in the window (a bracket left open lines above, whose ERROR node runs over the hole) cannot hide the errors
+    the suggestion adds."""
+    above = prefix.split("\n")
+    below = suffix.split("\n")
+    scope = getattr(ctx, "enclosing", None)
+    if scope is not None:
+        up, down = ctx.start[0] - scope.start_line, max(scope.end_line - ctx.end[0], 0)
+    else:
+        up, down = _top_level_lines(above, below)
+    up, down = min(max(up, 0), len(above) - 1), min(down, len(below) - 1)
+    scope_prefix = "\n".join(above[len(above) - 1 - up:])
+    scope_suffix = "\n".join(below[:down + 1]) + ("\n" if len(below) > down + 1 else "")
+    return scope_prefix, scope_suffix
