@@ -261,18 +261,29 @@ def python_judges_hole(prefix: str, suffix: str) -> bool:
 def python_region_around(prefix: str, suffix: str, sizes: tuple[int, ...] = (24, 8, 3)) -> tuple[str, str] | None:
     """The largest run of the `sizes` lines above the cursor's line, started at one of them least indented (a
     statement's start, most likely; the first that serves), that Python judges at the hole (`python_judges_hole`) with
-    `suffix` under it, as (its prefix, `suffix`); None if none does. For a window whose first complaint is above the
-    hole (cut in a docstring, or starting inside a block)."""
+    `suffix` under it up to where that block ends (`_block_below`), as (its prefix, that suffix); None if none does.
+    For a window whose first complaint is above the hole (cut in a docstring, or starting inside a block)."""
     above = prefix.split("\n")
     for k in sizes:
         lines = above[max(len(above) - 1 - k, 0):-1]
         indents = [len(line) - len(line.lstrip()) if line.strip() else None for line in lines]
         least = min((i for i in indents if i is not None), default=None)
+        below = _block_below(suffix, least or 0)
         for start in (i for i, indent in enumerate(indents) if indent == least):
             region = "\n".join(lines[start:] + [above[-1]])
-            if python_judges_hole(region, suffix):
-                return region, suffix
+            if python_judges_hole(region, below):
+                return region, below
     return None
+
+
+def _block_below(suffix: str, indent: int) -> str:
+    """`suffix` up to the first line after the cursor's that is indented less than `indent` (where the block the
+    lines above start in ends; dedented alone it would misindent them)."""
+    lines = suffix.split("\n")
+    for i, line in enumerate(lines[1:], 1):
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            return "\n".join(lines[:i]) + "\n"
+    return suffix
 
 
 def python_leaves_error(prefix: str, text: str, suffix: str, reach: int = REACH, past: int = PAST) -> bool:

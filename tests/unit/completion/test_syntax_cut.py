@@ -124,7 +124,8 @@ def test_where_the_window_complains_above_the_hole_the_lines_nearer_it_judge():
     under the hole dangling."""
     prefix = ("                formatter.newline()\n        if self._chunks:\n            formatter.add_transition()\n"
               "        value = formatter._str(linesep)\n        if _embedded_header.search(value):\n")
-    suffix = "                \"an embedded header: {!r}\".format(value))\n        return value\n"
+    suffix = ("                \"an embedded header: {!r}\".format(value))\n        return value\n\n"
+              "    def _normalize(self):\n        chunks = []\n")  # dedented alone, it would misindent the block
     assert clean_cut("            if other(value):\n", prefix, suffix, "python") == ""
     right = "            raise HeaderParseError(\"header value appears to contain \"\n"
     assert clean_cut(right, prefix, suffix, "python") == right
