@@ -1,0 +1,107 @@
+"""What the syntax gate (completion/gate.py `clean_cut`) does to texts whose worth is known, with no model run.
+
+    python -m dg_lsp.bench.diagnostics.gate_check [--seed 5] [--sizes 1033,600,400,400,200] [--json OUT]
+    python -m dg_lsp.bench.diagnostics.gate_check --answers REPORT.json [REPORT.json ...]
+
+Truths (the default): the reference answer of each task, in the server's view of its document (the window and the
+scope the server builds), through the gate, for the HumanEval-Infilling single- and multi-line splits and the
+held-out stdlib packages' single-line, line-rest and multi-line holes. A right answer the gate cuts or drops is an
+answer the editor can never show; prints how many, and which.
+
+Answers (`--answers`): the ungated answers a benchmark report holds (its `ar` and `nosuffix` rows: the AR twin's
+line and the suffix-blind fill are shaped but never gated), through the gate: how many it shows, how many of those
+leave the document syntax-invalid (the benchmark's own check, on the whole file), how many are the exact answer.
+The report's command is re-read to rebuild its tasks (the same seed and sizes). Run it in two checkouts to compare
+two gates on the same answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections import Counter
+
+SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "single-line"),
+        ("heldout", "line-rest"), ("heldout", "multi-line"))
+
+
+def _gate(task, text: str) -> str:
+    from dg_lsp.bench.quality.runners import editor_view
+    from dg_lsp.completion.gate import clean_cut, scope_window
+
+    view = editor_view(task, 1024)
+    suffix = view.ctx.suffix
+    return clean_cut(text, view.prefix, suffix, view.ctx.language, scope_window(view.prefix, suffix, view.ctx))
+
+
+def truths(seed: int, sizes: list[int]) -> list[dict]:
+    from dg_lsp.bench.quality.sources import load_tasks
+
+    rows = []
+    for (source, kind), n in zip(SETS, sizes):
+        if source == "humaneval":
+            args = argparse.Namespace(command="humaneval", split=kind, data_dir=None, n=n, seed=seed)
+        else:
+            args = argparse.Namespace(command="heldout", languages=None, kinds=kind, per_kind=n, seed=seed, n=None,
+                                      path=None)
+        tasks = load_tasks(args)[0]
+        rejected = [t.task_id for t in tasks if _gate(t, t.middle) != t.middle]
+        rows.append({"set": f"{source} {kind}", "n": len(tasks), "rejected": len(rejected), "tasks": rejected})
+        print(f"{source} {kind}: {len(rejected)} of {len(tasks)} right answers cut or not shown", flush=True)
+        for task_id in rejected:
+            print(f"    {task_id}")
+    return rows
+
+
+def answers(paths: list[str]) -> list[dict]:
+    from dg_lsp.bench.cli import build_parser
+    from dg_lsp.bench.metrics import syntax_valid
+    from dg_lsp.bench.quality.sources import load_tasks
+
+    rows = []
+    for path in paths:
+        report = json.load(open(path))
+        tasks = load_tasks(build_parser().parse_args(shlex.split(report["command"])[2:]))[0]
+        by_id = {t.task_id: t for t in tasks}
+        count = Counter()
+        for sample in report["samples"]:
+            if not sample["label"].startswith(("ar", "nosuffix")) or not sample["completion"]:
+                continue
+            task = by_id[sample["task_id"]]
+            shown = _gate(task, sample["completion"])
+            count["answers"] += 1
+            count["shown"] += bool(shown)
+            count["shown_invalid"] += bool(shown) and syntax_valid(
+                task.original, task.prefix + shown + task.suffix, task.language) is False
+            count["shown_exact"] += bool(shown) and shown == task.middle
+        rows.append({"report": path, **count})
+        print(f"{path}: {dict(count)}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.gate_check", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--sizes", default="1033,600,400,400,200",
+                   help="tasks per set: HumanEval single, multi; held-out single, line-rest, multi")
+    p.add_argument("--answers", nargs="+", metavar="REPORT", help="gate the ungated answers of these reports")
+    p.add_argument("--json", help="write the rows here")
+    args = p.parse_args(argv)
+    if args.answers:
+        rows = answers(args.answers)
+    else:
+        sizes = [int(x) for x in args.sizes.split(",")]
+        if len(sizes) != len(SETS):
+            p.error(f"--sizes takes {len(SETS)} numbers")
+        rows = truths(args.seed, sizes)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
