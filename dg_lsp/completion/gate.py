@@ -17,7 +17,8 @@ Python has its compiler's word, which outweighs tree-sitter's (the checks are co
   missing, a cursor's unfinished statement left so); where every window complains above the hole, the lines from a
   least-indented one nearer it judge this (`python_region_around`);
 - in a window that does not compile, a suggestion that breaks lines leaves no indentation error on its lines or
-  where they meet the next (`python_misindents`), and one that finishes the cursor's statement on its line with no
+  where they meet the next (`python_misindents`), one that ends the cursor's line opens no block with no body
+  under it (`python_opens_empty_block`), and one that finishes the cursor's statement on its line with no
   complaint up to the next passes (`python_mends`).
 """
 
@@ -28,7 +29,8 @@ import re
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
-                                   python_mends, python_misindents, python_region_around, spans_hole)
+                                   python_mends, python_misindents, python_opens_empty_block, python_region_around,
+                                   spans_hole)
 
 
 def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
@@ -54,8 +56,9 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               scope: tuple[str, str] | None = None) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
-    that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node of the text without the suggestion runs across the
-    hole in both (a bracket or string left open above), the lines nearest the hole are judged instead; if
+    that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
+    of the text without the suggestion runs across the hole in both (a bracket or string left open above), the
+    lines nearest the hole are judged instead; if
     even the hole's own lines are broken across it, the text must leave no error on itself in the scope
     (it mends the line). A whole-line text (ending in a line break and the cursor's indentation) is judged as
     it is: its line break is part of it. Unknown languages pass unchecked."""
@@ -99,7 +102,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             return False  # the window or the scope compiles, with the text too: tree-sitter has nothing to add
         if any(python_compiles(p + candidate + s) or python_fixes(p, candidate, s) for p, s in lacking):
             return False  # it mends lines that did not compile: Python's word outweighs tree-sitter's
-        if any(python_leaves_error(p, candidate, s) for p, s in lacking):
+        if any(python_leaves_error(p, candidate, s) or python_opens_empty_block(p, candidate, s) for p, s in lacking):
             return True
         if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):
             return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it

@@ -328,6 +328,24 @@ def python_misindents(prefix: str, text: str, suffix: str) -> bool:
     return prefix.count("\n") + 1 <= error[0] <= _met_line(prefix, text, suffix)
 
 
+_EMPTY_BLOCK = re.compile(r"expected an indented block after .* on line (\d+)")
+
+
+def python_opens_empty_block(prefix: str, text: str, suffix: str) -> bool:
+    """`text` ends the cursor's line without breaking it (the suffix starts with a line break), and Python's first
+    complaint about the window with it is a block that line opens with no body under it (`if soft_break:` above a
+    line at its own indentation), found on the first non-blank line after it. A text inside a line owns no other
+    indentation error (`python_misindents`), but this one is its own line's."""
+    if "\n" in text or not suffix.startswith(("\n", "\r\n")):
+        return False
+    complaint = python_complaint(prefix + text + suffix)
+    if complaint is None:
+        return False
+    opened = _EMPTY_BLOCK.match(complaint[2])
+    hole = prefix.count("\n") + 1
+    return bool(opened) and int(opened.group(1)) == hole and hole < complaint[0] <= _met_line(prefix, text, suffix)
+
+
 def spans_hole(spans: list[tuple[str, int, int]], hole: int) -> bool:
     """An error node of ``spans`` runs across the byte offset ``hole``: a text inserted there lands inside it,
     whatever it is."""

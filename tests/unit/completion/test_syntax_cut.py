@@ -173,3 +173,15 @@ def test_where_the_scope_compiles_with_the_text_the_windows_broken_top_does_not_
     scope = ("def decode_rfc2231(s):\n", "    return parts\n")
     assert clean_cut(body, prefix, suffix, "python", scope) == body
     assert clean_cut("    if len(parts) <= 2:\n", prefix, suffix, "python", scope) == ""  # no body under it
+
+
+def test_a_line_end_that_opens_a_block_with_no_body_under_it_is_not_shown():
+    """Found on held-out email/quoprimime.py (seed 7): at a blank line of a window that does not compile (it starts
+    inside a block), `if soft_break:` with no line break, the next line at its own indentation."""
+    prefix = "        raise ValueError(x)\n    if not body:\n        return body\n\n    soft_break = '=' + eol\n    "
+    suffix = "\n\n    encoded_body = []\n    return encoded_body\n"
+    assert clean_cut("if soft_break:", prefix, suffix, "python") == ""
+    assert clean_cut("maxlinelen1 = maxlinelen - 1", prefix, suffix, "python") == "maxlinelen1 = maxlinelen - 1"
+    # a body under the cursor's line: the block it opens is not empty
+    body = "\n        encoded_body = []\n    return encoded_body\n"
+    assert clean_cut("if soft_break:", prefix, body, "python") == "if soft_break:"
