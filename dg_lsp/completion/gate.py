@@ -58,13 +58,13 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
     that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
     of the text without the suggestion runs across the hole in both (a bracket or string left open above), the
-    lines nearest the hole are judged instead; if
-    even the hole's own lines are broken across it, the text must leave no error on itself in the scope
-    (it mends the line). A whole-line text (ending in a line break and the cursor's indentation) is judged as
-    it is: its line break is part of it. Unknown languages pass unchecked."""
+    lines nearest the hole are judged instead; if even the hole's own lines are broken across it, the text must
+    leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
+    cursor's indentation) is judged as it is: its line break is part of it. Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
+    primary = list(regions)  # the window and the scope (a run of lines around the hole may join them below)
     befores = [error_spans(p + s, language) for p, s in regions]
     mend = None
     if all(spans_hole(before, len(p.encode("utf-8"))) for (p, _), before in zip(regions, befores)):
@@ -81,7 +81,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     # without it and does with it, or whose complaint at the hole it removes (`python_fixes`), passes, whatever
     # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
     # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
-    # whose call the hole should start). In a region that does not compile, a suggestion that breaks lines must
+    # whose call the hole should start), nor one that ends the cursor's line on a block with no body under it
+    # (`python_opens_empty_block`). In a region that does not compile, a suggestion that breaks lines must
     # leave no indentation error where its lines are or meet the next one. Where none compiles without it (the
     # cursor's statement is unfinished), one that finishes that statement on its line with no Python error up to
     # the next line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
@@ -91,14 +92,14 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         local_python = python_region_around(prefix, suffix)  # every region complains above the hole: look closer
     for region in python_regions:
         (compiled if python_compiles(region[0] + region[1]) else uncompiled).append(region)
-    # where every region complains above the hole, lines nearer it, only to find a lack under the hole (a text may
-    # dedent below their start: they judge nothing else)
+    # where every region complains above the hole, lines nearer it: to find a text that mends what lacks under the
+    # hole, or one that leaves it lacking (a text may dedent below their start: no other check runs there)
     lacking = uncompiled + ([local_python] if local_python is not None else [])
 
     def breaks(candidate: str) -> bool:
         if any(not python_compiles(p + candidate + s) for p, s in compiled):
             return True
-        if any(region in compiled for region in regions[:2]):
+        if any(region in compiled for region in primary):
             return False  # the window or the scope compiles, with the text too: tree-sitter has nothing to add
         if any(python_compiles(p + candidate + s) or python_fixes(p, candidate, s) for p, s in lacking):
             return False  # it mends lines that did not compile: Python's word outweighs tree-sitter's
