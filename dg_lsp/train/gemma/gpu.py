@@ -42,11 +42,14 @@ from .gpu_bundle import PART_NAME, build, embed_rows, join, pack_bundle, split, 
 
 PACK_DIR = ".gpu-pack"
 STASH_DIR = ".gpu-stash"
-# a call carries 64 MiB with the tree; the tree without its two weight files (docs/GPU.md) is about 15.7 MiB
+# a call carries 64 MiB with the tree; the tree without what LEFT_OUT names (docs/GPU.md) is about 1.5 MiB
 PART_MIB = 46
 WORK_DIR = "/tmp/dg-lsp-gpu"
 CARRY_MIB = 63.0  # what one call may carry, with a little room (the limit is 64 MiB)
 WEIGHT_FILES = ("dg_lsp/model/gemma/adapter.safetensors", "dg_lsp/model/small/model.safetensors")
+# left out of a call's tree (untracked for the calls, docs/GPU.md): the two weight files (the adapter travels in the
+# bundle) and the measurements' folder (15 MiB of JSON and plots that nothing run there reads, growing each session)
+LEFT_OUT = WEIGHT_FILES + ("docs/results/",)
 SHIPPED = "dg_lsp/model/gemma"
 # the shipped run's options that a continued run keeps (the adapter's parameters and its losses); the rest
 # (device, batch, time, paths) is the GPU run's own
@@ -101,7 +104,7 @@ def pack(args) -> int:
     tree = tree_mib()
     if tree is not None:
         worst = tree + max((p / PART_NAME).stat().st_size for p in parts) / 2**20
-        _say(f"a call carries the tree without its weight files ({tree:.1f} MiB) and one part: {worst:.1f} MiB of "
+        _say(f"a call carries the tree without {', '.join(LEFT_OUT)} ({tree:.1f} MiB) and one part: {worst:.1f} MiB of "
              f"64" + ("" if worst <= CARRY_MIB else f"; too much: pack again with --part-mib {CARRY_MIB - tree:.0f}"))
     return 0
 
@@ -109,14 +112,15 @@ def pack(args) -> int:
 
 
 def tree_mib() -> float | None:
-    """MiB of the files a call's tree holds once WEIGHT_FILES are left out of it (docs/GPU.md): git's tracked
-    files and its untracked, not ignored ones; None outside a git checkout."""
+    """MiB of the files a call's tree holds once LEFT_OUT is left out of it (docs/GPU.md): git's tracked files and
+    its untracked, not ignored ones; None outside a git checkout."""
     try:
         listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                                 capture_output=True, check=True).stdout.decode().split("\0")
     except (OSError, subprocess.CalledProcessError):
         return None
-    return sum(os.path.getsize(f) for f in listed if f and f not in WEIGHT_FILES and os.path.isfile(f)) / 2**20
+    kept = [f for f in listed if f and not any(f == out or out.endswith("/") and f.startswith(out) for out in LEFT_OUT)]
+    return sum(os.path.getsize(f) for f in kept if os.path.isfile(f)) / 2**20
 
 
 def train_argv(shipped: Path, base: Path, corpus: Path, out: Path, export: Path, minutes: float,

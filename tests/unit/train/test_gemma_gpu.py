@@ -150,9 +150,10 @@ def test_gpu_training_arguments_parse_into_the_shipped_recipe(tmp_path):
 
 
 def test_a_part_and_the_tree_still_fit_one_call():
-    """The documented calls carry the tree without its two weight files plus one part of at most PART_MIB: as the
-    repository grows, this says when PART_MIB (and the pack) must shrink to stay under the 64 MiB a call carries."""
+    """The documented calls carry the tree without what gpu.LEFT_OUT names (the two weight files, docs/results/) plus
+    one part of at most PART_MIB: as the repository grows, this says when PART_MIB (and the pack) must shrink to stay
+    under the 64 MiB a call carries."""
     tree = gpu.tree_mib()
     if tree is None:
         pytest.skip("not a git checkout")
-    assert 1.0 < tree and tree + gpu.PART_MIB <= gpu.CARRY_MIB, (tree, gpu.PART_MIB)
+    assert 0.5 < tree and tree + gpu.PART_MIB <= gpu.CARRY_MIB, (tree, gpu.PART_MIB)
