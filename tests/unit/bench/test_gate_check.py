@@ -1,8 +1,10 @@
 """bench/diagnostics/gate_check.py: the syntax gate on texts whose worth is known (no model)."""
 
+import argparse
 import json
 
 from dg_lsp.bench.diagnostics import gate_check
+from dg_lsp.bench.quality.sources import load_tasks
 
 
 def test_the_gate_shows_every_right_answer_of_humaneval_and_of_a_seeded_held_out_sample(tmp_path):
@@ -16,10 +18,7 @@ def test_the_gate_shows_every_right_answer_of_humaneval_and_of_a_seeded_held_out
     assert [row["rejected"] for row in rows] == [0, 0, 0, 0, 0]
 
 
-def test_ungated_answers_are_counted_through_the_gate(tmp_path, capsys):
-    from dg_lsp.bench.quality.sources import load_tasks
-    import argparse
-
+def test_ungated_answers_are_counted_through_the_gate(tmp_path):
     args = argparse.Namespace(command="humaneval", split="single-line", data_dir=None, n=3, seed=0)
     tasks = load_tasks(args)[0]
     # a report as `dg-lsp bench` writes it: the right answer, a line that breaks the file, and an empty answer
