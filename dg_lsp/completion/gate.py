@@ -75,17 +75,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             regions.append(local[0])
             befores.append(local[1])
 
-    # Python: tree-sitter takes a wrong indentation or an empty block; a region that compiles without the
-    # suggestion must compile with it, and where the window or the scope does, that is the verdict (a window cut
-    # at a docstring's closing quotes reads as strings inverted to tree-sitter). A region that does not compile
-    # without it and does with it, or whose complaint at the hole it removes (`python_fixes`), passes, whatever
-    # tree-sitter makes of a part of it (a `}` closing a dict opened far above). A suggestion that leaves Python's
-    # complaint at or just under the hole where it was does not pass (`python_leaves_error`: continuation lines
-    # whose call the hole should start), nor one that ends the cursor's line on a block with no body under it
-    # (`python_opens_empty_block`). In a region that does not compile, a suggestion that breaks lines must
-    # leave no indentation error where its lines are or meet the next one. Where none compiles without it (the
-    # cursor's statement is unfinished), one that finishes that statement on its line with no Python error up to
-    # the next line passes, whatever tree-sitter makes of the window's broken parts (`python_mends`)
+    # Python: its compiler's word first (the rules: the module's docstring)
     compiled, uncompiled = [], []
     python_regions, local_python = regions if language == "python" else [], None
     if python_regions and not any(python_judges_hole(p, s) for p, s in python_regions):
