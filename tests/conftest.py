@@ -9,6 +9,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# a warm engine's prepacked weights (engine/gemma3/packed.py): on, not timed, so every run takes the same path
+os.environ.setdefault("DG_LSP_PACKED", "on")
 
 
 @pytest.fixture(scope="session")

@@ -65,6 +65,7 @@ class Engine:
         self.pad_id, self.eos_id, self.bos_id = self.lifecycle.pad_id, self.lifecycle.eos_id, self.lifecycle.bos_id
         self.batch_calibration: dict | None = None  # measure_batch_step() at warm-up; decides automatic batching
         self.dtype_choice: dict | None = None  # dtype "auto" on CPU, settled at warm-up (engine/dtype_auto.py)
+        self.packing: dict | None = None  # prepacked float32 weights on CPU, settled at warm-up (gemma3/packed.py)
 
     @classmethod
     def load(cls, model: str | None = None, device: str = "auto", dtype: str = "auto",
@@ -137,12 +138,17 @@ class Engine:
 
     # -- life of the engine -------------------------------------------------------------------
     def warmup(self, calibrate: bool = True) -> InfillResult:
-        """dtype `auto` on CPU settled (engine/dtype_auto.py), a dummy fill (so the first real request pays no
+        """dtype `auto` on CPU settled (engine/dtype_auto.py), then on a float32 CPU engine whether its weights are
+        prepacked (engine/gemma3/packed.py), a dummy fill (so the first real request pays no
         allocation cost), then, where batching is possible, the measurement that decides automatic batching."""
         if calibrate and self.loaded.dtype_asked == "auto" and self.loaded.device == "cpu" \
                 and self.loaded.dtype == "float32" and self.dtype_choice is None:
             self.dtype_choice = self.worker.submit(Job(fn=self.settle_dtype, doc_key=None, cancel=threading.Event(),
                                                        superseded=lambda: None)).result()
+        if calibrate and self.packing is None and self.loaded.device == "cpu" and self.loaded.dtype == "float32" \
+                and hasattr(self.runner, "use_packed"):
+            self.packing = self.worker.submit(Job(fn=self.settle_packing, doc_key=None, cancel=threading.Event(),
+                                                  superseded=lambda: None)).result()
         result = self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
                                            params=DenoiseParams(max_steps=2)))
         if calibrate and self.loop.runner is self.runner:
@@ -157,9 +163,14 @@ class Engine:
         self.loaded.dtype = record["chosen"]
         return record
 
+    def settle_packing(self) -> dict:
+        from .gemma3 import packed
+
+        return packed.choose(self)
+
     def status(self) -> dict:
         return {"model": self.loaded.path, "device": self.loaded.device, "dtype": self.loaded.dtype,
-                "dtypeChoice": self.dtype_choice,
+                "dtypeChoice": self.dtype_choice, "packing": self.packing,
                 "busy": self.worker.busy, "queue": self.worker.queue_length, "lastLatencyMs": self.last_latency_ms,
                 "engine": dict(self.stats), "batchCalibration": self.batch_calibration}
 

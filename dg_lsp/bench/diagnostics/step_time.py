@@ -1,7 +1,8 @@
 """Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
 
     python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
-        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--profile WIDTH] [--json OUT]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--packed] [--profile WIDTH]
+        [--json OUT]
 
 Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
 sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps
@@ -57,7 +58,7 @@ def loop_inputs(engine, prompt: list[int], width: int):
 
 
 def measure(engine, widths: list[int], rounds: int, steps: int, temperature: float, prompt: list[int],
-            ar_tokens: int = 16, unmerged: bool = False) -> dict:
+            ar_tokens: int = 16, unmerged: bool = False, packed: bool = False) -> dict:
     import torch
 
     from dg_lsp.engine.speed import decoder_forward, sync
@@ -67,10 +68,16 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
     forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
     samples: dict[str, list[float]] = {"ar_token": [], "ar_first_head": []}
     adapter = getattr(runner, "adapter", None) if unmerged else None  # a Gemma adapter: also time it unmerged
+    packs = packed and hasattr(runner, "use_packed")  # a Gemma runner: also time it with prepacked weights
+    was_packed = bool(getattr(runner, "packed", False))
+    if packs:
+        samples["ar_token_packed"] = []
     for w in widths:
         samples[f"step_{w}"], samples[f"forward_{w}"] = [], []
         if adapter is not None:
             samples[f"step_{w}_unmerged"], samples[f"forward_{w}_unmerged"] = [], []
+        if packs:
+            samples[f"step_{w}_packed"], samples[f"forward_{w}_packed"] = [], []
 
     def ar_token_ms() -> float:
         cache, hidden = runner.encode(prompt)
@@ -110,10 +117,21 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
         return (time.perf_counter() - t0) * 1000.0 / reps
 
     with torch.inference_mode():
+        if packs:
+            runner.use_packed(False)  # the plain rows are the plain weights whatever warm-up chose
         ar_token_ms()
         for w in widths:
             step_ms(w)  # warm
         for _ in range(rounds):
+            if packs:
+                runner.use_packed(True)
+                try:
+                    samples["ar_token_packed"].append(ar_token_ms())
+                    for w in widths:
+                        samples[f"step_{w}_packed"].append(step_ms(w))
+                        samples[f"forward_{w}_packed"].append(forward_ms(w))
+                finally:
+                    runner.use_packed(False)
             samples["ar_token"].append(ar_token_ms())
             samples["ar_first_head"].append(first_head_ms())
             for w in widths:
@@ -126,6 +144,8 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
                         samples[f"forward_{w}_unmerged"].append(forward_ms(w))
                     finally:
                         adapter.merge()
+        if packs:
+            runner.use_packed(was_packed)
     medians = {k: statistics.median(v) for k, v in samples.items()}
     return {"median_ms": medians, "samples_ms": samples, "widths": widths, "rounds": rounds, "steps": steps,
             "temperature": temperature, "prompt_tokens": len(prompt), "ar_tokens": ar_tokens}
@@ -154,6 +174,9 @@ def table(result: dict) -> str:
              f"| AR token (encoder step + head) | {ar:.1f} | 1.00 |",
              f"| head alone on the prompt's last row (the first AR token) | {m['ar_first_head']:.1f} | "
              f"{m['ar_first_head'] / ar:.2f} |"]
+    if "ar_token_packed" in m:
+        lines.append(f"| AR token, weights prepacked (packed/plain {m['ar_token_packed'] / ar:.3f}) | "
+                     f"{m['ar_token_packed']:.1f} | {m['ar_token_packed'] / ar:.2f} |")
     for w in result["widths"]:
         lines.append(f"| loop step, canvas {w} | {m[f'step_{w}']:.1f} | {m[f'step_{w}'] / ar:.2f} |")
         lines.append(f"| decoder forward alone, canvas {w} | {m[f'forward_{w}']:.1f} | {m[f'forward_{w}'] / ar:.2f} |")
@@ -162,6 +185,10 @@ def table(result: dict) -> str:
                 u = m[f"{what}_{w}_unmerged"]
                 lines.append(f"| {'loop step' if what == 'step' else 'decoder forward alone'}, canvas {w}, LoRA unmerged "
                              f"(merged/unmerged {m[f'{what}_{w}'] / u:.3f}) | {u:.1f} | {u / ar:.2f} |")
+            if f"{what}_{w}_packed" in m:
+                k = m[f"{what}_{w}_packed"]
+                lines.append(f"| {'loop step' if what == 'step' else 'decoder forward alone'}, canvas {w}, weights "
+                             f"prepacked (packed/plain {k / m[f'{what}_{w}']:.3f}) | {k:.1f} | {k / ar:.2f} |")
     return "\n".join(lines)
 
 
@@ -183,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unmerged", action="store_true",
                     help="a Gemma adapter: also time each step and forward with the LoRA deltas unmerged "
                          "(adapter.LoRALinear.merge), interleaved")
+    ap.add_argument("--packed", action="store_true",
+                    help="a Gemma runner: also time each step, forward and AR token with its weights prepacked "
+                         "(engine/gemma3/packed.py), interleaved; the plain rows then use the plain weights")
     ap.add_argument("--profile", type=int, default=None, metavar="WIDTH",
                     help="also print torch.profiler's table of one loop run at this canvas width")
     ap.add_argument("--json", default=None, help="also write the figures here")
@@ -210,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         widths = _widths(args.widths, engine.canvas_length)
         prompt = prompt_ids(engine, args.prompt_tokens)
         result = measure(engine, widths, args.rounds, args.steps, args.temperature, prompt, args.ar_tokens,
-                         unmerged=args.unmerged)
+                         unmerged=args.unmerged, packed=args.packed)
         result.update(fast=args.fast, compile_s=compile_s, model=engine.loaded.path, torch=torch.__version__,
                       threads=torch.get_num_threads())
         profiled = None if args.profile is None else profile_loop(

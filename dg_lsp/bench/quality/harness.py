@@ -149,6 +149,7 @@ def run_benchmark(tasks: list[Task], options: BenchOptions, source: dict, comman
             all_samples.extend(samples)
             sample_tasks.extend(tasks)
         loaded = engines.engine.loaded if engines.engine is not None else None
+        packing = engines.engine.packing if engines.engine is not None else None
     finally:
         engines.close()
     n_tests = sum(1 for t in sample_tasks if t.test and t.entry_point)
@@ -164,6 +165,7 @@ def run_benchmark(tasks: list[Task], options: BenchOptions, source: dict, comman
         "model": loaded.path if loaded else options.model,
         "device": loaded.device if loaded else options.device,
         "dtype": loaded.dtype if loaded else options.dtype,
+        "packing": packing,
         "configs": configs,
         "rows": report.build_rows(configs, samples),
         "samples": samples,

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from . import packed as P
 from .cache_view import ReadOnlyCache
 from .int8 import Int8Linear
 
@@ -73,6 +74,10 @@ class LoRALinear(nn.Module):
         self._merged_key: tuple | None = None
         self.int8 = None  # the merged weight as an int8.Int8Linear: dtype int8 (pack_int8)
         self._int8_key: tuple | None = None
+        # packed.PackedWeight copies (use_packed): of the base weight, and of the merged one in its place
+        self.packed_base: P.PackedWeight | None = None
+        self.packed_merged: P.PackedWeight | None = None
+        self._packed_key: tuple | None = None
 
     def _key(self) -> tuple:
         """What a merged weight was built from (checked on every decoder pass, so kept to plain attribute reads): the
@@ -85,9 +90,27 @@ class LoRALinear(nn.Module):
         w = self.base.weight
         self.merged = (w.float() + (self.lora_b.float() @ self.lora_a.float()) * self.scale).to(w.dtype)
         self._merged_key = self._key()
+        self.packed_base = self.packed_merged = self._packed_key = None  # use_packed() packs the new ones
 
     def unmerge(self) -> None:
         self.merged, self._merged_key = None, None
+        self.packed_base = self.packed_merged = self._packed_key = None
+
+    @torch.no_grad()
+    def use_packed(self, on: bool) -> None:
+        """Prepacked float32 copies (engine/gemma3/packed.py) of the base weight and of the merged one, used without
+        autograd for inputs of at most packed.MAX_ROWS rows while the weights they were made from are unchanged. The
+        packed merged weight replaces the plain merged copy (a decoder pass of more rows uses it too: packed costs
+        the same there), so packing adds one copy of the base weights. `on=False` drops both."""
+        self.packed_base = self.packed_merged = self._packed_key = None
+        if self.merged is None or self._merged_key != self._key():
+            self.merge()  # off: the plain merged copy back (packing dropped it)
+        if not on:
+            return
+        self.packed_base = P.PackedWeight(self.base.weight)
+        self.packed_merged = P.PackedWeight(self.merged)
+        self._packed_key = self._key()
+        self.merged = None  # the packed copy serves every decoder pass; _merged_key stays, to tell it fresh
 
     @torch.no_grad()
     def pack_int8(self) -> None:
@@ -98,6 +121,14 @@ class LoRALinear(nn.Module):
         self.int8, self._int8_key = Int8Linear(self.merged), self._key()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed_base is not None and not torch.is_grad_enabled():
+            if self._packed_key != self._key():  # stale: the weights changed since use_packed()
+                self.packed_base = self.packed_merged = self._packed_key = None
+            elif not self.state.active:
+                if P.fits(x):
+                    return self.packed_base(x, self.base.bias)
+            elif self.int8 is None and x.dtype == torch.float32 and x.device.type == "cpu":
+                return self.packed_merged(x, self.base.bias)
         if not self.state.active:
             return self.base(x)
         if self.int8 is not None and not torch.is_grad_enabled():
@@ -144,6 +175,11 @@ class Adapter:
         """An int8 copy of each merged weight, for decoder passes (LoRALinear.pack_int8; dtype int8)."""
         for m in self.modules.values():
             m.pack_int8()
+
+    def use_packed(self, on: bool) -> None:
+        """Prepacked float32 weights for every adapted linear, or none (LoRALinear.use_packed)."""
+        for m in self.modules.values():
+            m.use_packed(on)
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]
@@ -235,11 +271,11 @@ def inject(model: nn.Module, rank: int, alpha: float, mask_id: int | None,
 
 
 def decoder_logits(adapter: Adapter, hidden: torch.Tensor, head: torch.Tensor, end_column: int | None,
-                   head_int8=None) -> torch.Tensor:
-    """A decoder pass's float32 logits over the restricted head: hidden [..., H] @ head [V', H]^T (or `head_int8`,
-    the same head as an int8.Int8Linear), plus, with an end head, `hidden @ end_row + end_bias` on the pad's column
-    `end_column`."""
-    logits = head_int8(hidden) if head_int8 is not None else (hidden @ head.t().to(hidden.dtype)).float()
+                   head_kernel=None) -> torch.Tensor:
+    """A decoder pass's float32 logits over the restricted head: hidden [..., H] @ head [V', H]^T (or
+    `head_kernel(hidden)`, the same head as an int8.Int8Linear or a packed.PackedWeight), plus, with an end head,
+    `hidden @ end_row + end_bias` on the pad's column `end_column`."""
+    logits = head_kernel(hidden) if head_kernel is not None else (hidden @ head.t().to(hidden.dtype)).float()
     if adapter.end_row is None or end_column is None:
         return logits
     extra = hidden.float() @ adapter.end_row.float() + adapter.end_bias.float()  # [...]

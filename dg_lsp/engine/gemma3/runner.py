@@ -20,6 +20,7 @@ from ..canvas import BANNED
 from ..runner import ModelRunner, head_logits
 from . import adapter as A
 from . import cache_view as C
+from . import packed as P
 from .int8 import Int8Linear
 from .vocab import OutputVocab
 
@@ -40,6 +41,7 @@ class Gemma3Runner(ModelRunner):
         self.pad_id = self.text_config.pad_token_id or 0
         self._vocab = vocab
         self.int8 = False  # dtype int8 (use_int8)
+        self.packed = False  # prepacked float32 weights (use_packed; engine/gemma3/packed.py)
         self._own_columns = len(vocab)  # the vocabulary's own columns; add_columns adds after them
         self._special = set(loaded.tokenizer.all_special_ids)
         self.refresh()
@@ -55,6 +57,10 @@ class Gemma3Runner(ModelRunner):
         self.adapter.merge()
         if self.int8:
             self.adapter.pack_int8()
+        if self.packed and not self._can_pack():
+            self.packed = False  # a cast away from float32 (dtype_auto) ends packing
+        if self.packed:
+            self.adapter.use_packed(True)
         self._build_head()
 
     def _build_head(self) -> None:
@@ -62,6 +68,7 @@ class Gemma3Runner(ModelRunner):
         its int8 copy (the decoder's)."""
         self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
         self._head_int8 = Int8Linear(self._head) if self.int8 else None
+        self._head_packed = P.PackedWeight(self._head) if self.packed else None
 
     MAX_ADDED_COLUMNS = 4096  # output columns add_columns may add in all, after the vocabulary's own
 
@@ -92,6 +99,19 @@ class Gemma3Runner(ModelRunner):
             raise ValueError(f"int8 packs float32 weights, not {self.model.dtype}")
         self.int8 = True
         self.refresh()
+
+    def _can_pack(self) -> bool:
+        return self.device.type == "cpu" and self.model.dtype == torch.float32 and P.unavailable() is None
+
+    def use_packed(self, on: bool) -> None:
+        """Prepacked float32 weights (engine/gemma3/packed.py) for the adapted linears and the restricted output head,
+        from here on (`on`), or the plain weights again. Needs the model in float32 on the CPU."""
+        if on and not self._can_pack():
+            raise ValueError(f"packed weights need float32 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
+                             f"{self.model.dtype} on {self.device})")
+        self.packed = on
+        self.adapter.use_packed(on)
+        self._build_head()
 
     @property
     def logits_dtype(self):
@@ -124,7 +144,8 @@ class Gemma3Runner(ModelRunner):
             pinned = pinned.to(self.device).expand(b, -1)
         hidden = A.decoder_hidden(self.model, self.adapter, canvas, positions, ro, mask, pinned)  # [B, L, H]
         # [B, L, V'] row j -> j+1
-        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column, self._head_int8)
+        kernel = self._head_int8 if self._head_int8 is not None else self._head_kernel(hidden)
+        small = A.decoder_logits(self.adapter, hidden, self._head, self.pad_column, kernel)
         shifted = torch.cat([small[:, :1], small[:, :-1]], dim=1)  # position j <- row j-1 (j=0 is the pinned lead)
         logits = shifted
         # after the first pad of a row, only pads
@@ -179,8 +200,15 @@ class Gemma3Runner(ModelRunner):
         masks = C.open_masks(ro, self.text_config.layer_types, b, width, self.device)
         return A.base_causal_hidden(self.model, ids.to(self.device), position_ids.to(self.device), ro, masks)
 
+    def _head_kernel(self, hidden: torch.Tensor):
+        """The packed restricted head, where it serves `hidden` (packed.fits), else None (the plain product)."""
+        return self._head_packed if self._head_packed is not None and P.fits(hidden) else None
+
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's logits over the restricted output vocabulary (columns), float32: [..., V']."""
+        packed = self._head_kernel(hidden)
+        if packed is not None:
+            return packed(hidden)
         return (hidden @ self._head.t().to(hidden.dtype)).float()
 
     def token_logits(self, hidden: torch.Tensor, ids: torch.LongTensor) -> torch.Tensor:

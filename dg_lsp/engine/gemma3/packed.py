@@ -1,0 +1,132 @@
+"""Prepacked float32 weights on CPU: the same products, through oneDNN's blocked weight layout.
+
+A pass of the 270M trunk over a few tokens is mostly its linears (`aten::mm`, 73-82% of a pass). torch's plain CPU
+`linear` is fast for one row (a matrix-vector product that streams each weight once) but, for 2 to ~12 rows, costs
+almost twice as much as for one: the AR-verified walk's base passes (2-10 tokens) and its decoder passes (25-41
+rows) sit exactly there. oneDNN's linear with the weight reordered once into its blocked layout
+(`torch.ops.mkldnn._reorder_linear_weight`, then `torch.ops.mkldnn._linear_pointwise`, the kernels torch's own
+compiler uses for frozen CPU linears) streams the weight once for all rows. Measured here (AMD EPYC, AVX2, one
+thread), 80 linears 2048 x 640 whose weights do not fit in cache, ms per sweep
+(`python -m dg_lsp.bench.diagnostics.packed_kernels`, docs/results/packed-kernels.json):
+
+| rows | 1 | 2 | 3 | 5 | 8 | 12 | 25 | 48 | 64 | 96 | 128 | 200 |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| `linear` | 29.5 | 52.3 | 62.6 | 64.9 | 65.4 | 76.4 | 115.4 | 169.0 | 200.3 | 263.1 | 366.2 | 528.6 |
+| packed | 25.8 | 30.8 | 33.8 | 39.7 | 47.7 | 63.0 | 93.3 | 152.0 | 197.3 | 279.1 | 359.6 | 545.7 |
+
+So a packed weight serves passes of up to `MAX_ROWS` rows; a longer one (a prompt's encoding) takes the plain weight.
+The results are the same products summed in another order: float32 rounding apart (a relative difference of about
+1e-6), the same numbers. Whether packing pays is measured on the engine's own passes at warm-up (`choose`), as
+dtype `auto` is (engine/dtype_auto.py), because it depends on the CPU; `Engine.status()["packing"]` reports it.
+
+Only for float32 weights on the CPU, without autograd (training runs the plain weights, so gradients flow).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
+STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
+AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
+SETTING = "DG_LSP_PACKED"  # auto (default): measured at warm-up; on; off
+
+
+def unavailable() -> str | None:
+    """Why packed weights cannot be used in this torch, or None when they can."""
+    ops = getattr(torch.ops, "mkldnn", None)
+    try:
+        ops._reorder_linear_weight, ops._linear_pointwise  # noqa: B018 - resolving the ops is the check
+    except (AttributeError, RuntimeError):
+        return "this torch build has no oneDNN linear (mkldnn._linear_pointwise)"
+    if not torch.backends.mkldnn.is_available():
+        return "oneDNN is not available in this torch build"
+    return None
+
+
+def wanted() -> str:
+    """The `DG_LSP_PACKED` setting: auto, on or off."""
+    value = os.environ.get(SETTING, "auto").strip().lower() or "auto"
+    if value not in ("auto", "on", "off"):
+        raise ValueError(f"{SETTING}={value!r}: expected auto, on or off")
+    return value
+
+
+class PackedWeight:
+    """A float32 CPU weight [out, in] reordered for oneDNN's linear; `__call__(x, bias)` is `linear(x, weight, bias)`."""
+
+    def __init__(self, weight: torch.Tensor):
+        w = weight.detach()
+        if w.dtype != torch.float32 or w.device.type != "cpu":
+            raise ValueError(f"packed weights are float32 on the CPU, not {w.dtype} on {w.device}")
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), None)
+        self.out_features, self.in_features = w.shape
+
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, bias, "none", [], "")
+
+
+def fits(x: torch.Tensor) -> bool:
+    """Whether a packed weight serves input `x` [..., in]: float32 on the CPU, no autograd, at most MAX_ROWS rows."""
+    return (x.dtype == torch.float32 and x.device.type == "cpu" and not torch.is_grad_enabled()
+            and x.numel() <= MAX_ROWS * x.shape[-1])
+
+
+def _passes(engine, reps: int = 3) -> tuple[torch.Tensor, float, torch.BoolTensor]:
+    """(the decoder's and the base model's logits on the warm-up canvas, the median ms of one decoder pass plus one
+    base pass over the canvas's first 6 positions, its hole rows [L])."""
+    from ..dtype_auto import median_ms
+    from ..types import InfillRequest
+
+    prompt, canvas, _ = engine.prepare(InfillRequest(prefix="def mean(values):\n    total = 0\n    return ",
+                                                     suffix="\n"))
+    runner = engine.runner
+    cache, _ = runner.encode(prompt)
+    ids, pos = canvas.canvas_ids.to(runner.device), canvas.position_ids()
+    width = min(6, ids.shape[1])
+
+    def both():
+        return runner.decode(ids, cache, pos, None, None).float(), runner.verify(ids, cache, pos, width).float()
+
+    dec, base = both()
+    logits = torch.cat([dec[:, :width], base[:, 1:]], dim=1)  # base position 0 is the lead's own row, never read
+    return logits, median_ms(both, reps), canvas.hole_mask[0, :width]
+
+
+@torch.inference_mode()
+def choose(engine) -> dict:
+    """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
+    on or off decides; auto times the warm-up canvas's passes both ways and keeps packing when it is at least
+    STEP_MARGIN times faster and the greedy choices agree (AGREE). Returns the record for status()."""
+    runner = engine.runner
+    try:
+        asked = wanted()
+    except ValueError as exc:
+        return {"asked": os.environ.get(SETTING), "chosen": "off", "reason": f"{exc}; left off"}
+    record = {"asked": asked, "chosen": "off"}
+    why = unavailable()
+    if why is not None:
+        record["reason"] = why
+        return record
+    if asked != "auto":
+        runner.use_packed(asked == "on")
+        record.update(chosen=asked, reason=f"{SETTING}={asked}")
+        return record
+    ref, plain_ms, hole = _passes(engine)
+    runner.use_packed(True)
+    engine.prefix_cache.clear()
+    got, packed_ms, _ = _passes(engine)
+    rows = torch.cat([hole, hole[1:]]).to(ref.device)
+    agree = float((ref.argmax(-1) == got.argmax(-1))[0, rows].float().mean())
+    record.update(passes_ms_plain=plain_ms, passes_ms_packed=packed_ms, greedy_agreement=agree,
+                  max_abs_diff=float((ref - got).abs().max()))
+    if packed_ms * STEP_MARGIN <= plain_ms and agree >= AGREE:
+        record.update(chosen="on", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms")
+        return record
+    runner.use_packed(False)
+    engine.prefix_cache.clear()
+    record["reason"] = (f"packed passes {packed_ms:.0f} ms vs {plain_ms:.0f} ms, greedy agreement {100 * agree:.0f}% "
+                        f"(needs {STEP_MARGIN}x and {100 * AGREE:.0f}%)")
+    return record
