@@ -49,6 +49,7 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 @dataclass
 class AdapterState:
     active: bool = False
+    packed: bool = True  # layers read their prepacked copies, where they have them (False: packed.choose's plain timing)
 
 
 class LoRALinear(nn.Module):
@@ -97,11 +98,12 @@ class LoRALinear(nn.Module):
         self.packed_base = self.packed_merged = self._packed_key = None
 
     @torch.no_grad()
-    def use_packed(self, on: bool) -> None:
+    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
         """Prepacked float32 copies (engine/gemma3/packed.py) of the base weight and of the merged one, used without
         autograd for inputs of at most packed.MAX_ROWS rows while the weights they were made from are unchanged. The
         packed merged weight replaces the plain merged copy (a decoder pass of more rows uses it too: packed costs
-        the same there), so packing adds one copy of the base weights. `on=False` drops both."""
+        the same there), so packing adds one copy of the base weights; `keep_merged` keeps the plain copy too (for
+        timing both, `release_merged` drops it later). `on=False` drops both packed copies."""
         self.packed_base = self.packed_merged = self._packed_key = None
         if self.merged is None or self._merged_key != self._key():
             self.merge()  # off: the plain merged copy back (packing dropped it)
@@ -110,7 +112,14 @@ class LoRALinear(nn.Module):
         self.packed_base = P.PackedWeight(self.base.weight)
         self.packed_merged = P.PackedWeight(self.merged)
         self._packed_key = self._key()
-        self.merged = None  # the packed copy serves every decoder pass; _merged_key stays, to tell it fresh
+        if not keep_merged:
+            self.release_merged()
+
+    def release_merged(self) -> None:
+        """Drop the plain merged copy where a fresh packed one serves every decoder pass (_merged_key stays, to tell
+        the packed copy fresh)."""
+        if self.packed_merged is not None and self._packed_key == self._key():
+            self.merged = None
 
     @torch.no_grad()
     def pack_int8(self) -> None:
@@ -121,7 +130,7 @@ class LoRALinear(nn.Module):
         self.int8, self._int8_key = Int8Linear(self.merged), self._key()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed_base is not None and not torch.is_grad_enabled():
+        if self.packed_base is not None and self.state.packed and not torch.is_grad_enabled():
             if self._packed_key != self._key():  # stale: the weights changed since use_packed()
                 self.packed_base = self.packed_merged = self._packed_key = None
             elif not self.state.active:
@@ -176,10 +185,15 @@ class Adapter:
         for m in self.modules.values():
             m.pack_int8()
 
-    def use_packed(self, on: bool) -> None:
+    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
         """Prepacked float32 weights for every adapted linear, or none (LoRALinear.use_packed)."""
+        self.state.packed = True
         for m in self.modules.values():
-            m.use_packed(on)
+            m.use_packed(on, keep_merged)
+
+    def release_merged(self) -> None:
+        for m in self.modules.values():
+            m.release_merged()
 
     def parameters(self) -> list[nn.Parameter]:
         ps = [p for m in self.modules.values() for p in (m.lora_a, m.lora_b)]

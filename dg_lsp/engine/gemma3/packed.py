@@ -25,6 +25,8 @@ Only for float32 weights on the CPU, without autograd (training runs the plain w
 from __future__ import annotations
 
 import os
+import statistics
+import time
 
 import torch
 
@@ -74,10 +76,13 @@ def fits(x: torch.Tensor) -> bool:
             and x.numel() <= MAX_ROWS * x.shape[-1])
 
 
-def _passes(engine, reps: int = 3) -> tuple[torch.Tensor, float, torch.BoolTensor]:
-    """(the decoder's and the base model's logits on the warm-up canvas, the median ms of one decoder pass plus one
-    base pass over the canvas's first 6 positions, its hole rows [L])."""
-    from ..dtype_auto import median_ms
+ROUNDS = 5  # interleaved timing rounds of `choose` (plain, then packed, each round)
+
+
+def _passes(engine):
+    """A function of no arguments that runs one decoder pass and one base pass over the canvas's first 6 positions on
+    the warm-up canvas, returning their logits side by side (the base pass's position 0, the lead's own row, left
+    out), and the canvas's hole rows [6]."""
     from ..types import InfillRequest
 
     prompt, canvas, _ = engine.prepare(InfillRequest(prefix="def mean(values):\n    total = 0\n    return ",
@@ -87,19 +92,26 @@ def _passes(engine, reps: int = 3) -> tuple[torch.Tensor, float, torch.BoolTenso
     ids, pos = canvas.canvas_ids.to(runner.device), canvas.position_ids()
     width = min(6, ids.shape[1])
 
-    def both():
-        return runner.decode(ids, cache, pos, None, None).float(), runner.verify(ids, cache, pos, width).float()
+    def both() -> torch.Tensor:
+        dec, base = runner.decode(ids, cache, pos, None, None).float(), runner.verify(ids, cache, pos, width).float()
+        return torch.cat([dec[:, :width], base[:, 1:]], dim=1)
 
-    dec, base = both()
-    logits = torch.cat([dec[:, :width], base[:, 1:]], dim=1)  # base position 0 is the lead's own row, never read
-    return logits, median_ms(both, reps), canvas.hole_mask[0, :width]
+    return both, canvas.hole_mask[0, :width]
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000.0
 
 
 @torch.inference_mode()
 def choose(engine) -> dict:
     """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
-    on or off decides; auto times the warm-up canvas's passes both ways and keeps packing when it is at least
-    STEP_MARGIN times faster and the greedy choices agree (AGREE). Returns the record for status()."""
+    on or off decides; auto packs (keeping the plain merged weights meanwhile), then times the warm-up canvas's
+    passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both alike), and keeps packing when
+    the packed median is at least STEP_MARGIN times faster and the greedy choices agree (AGREE). Returns the record
+    for status()."""
     runner = engine.runner
     try:
         asked = wanted()
@@ -114,19 +126,33 @@ def choose(engine) -> dict:
         runner.use_packed(asked == "on")
         record.update(chosen=asked, reason=f"{SETTING}={asked}")
         return record
-    ref, plain_ms, hole = _passes(engine)
-    runner.use_packed(True)
-    engine.prefix_cache.clear()
-    got, packed_ms, _ = _passes(engine)
+    both, hole = _passes(engine)
+    state = runner.adapter.state
+    runner.use_packed(True, keep_merged=True)
+    plain, packed = [], []
+    try:
+        state.packed = False
+        ref = both()
+        state.packed = True
+        got = both()
+        for _ in range(ROUNDS):
+            state.packed = False
+            plain.append(_timed(both))
+            state.packed = True
+            packed.append(_timed(both))
+    finally:
+        state.packed = True
+    plain_ms, packed_ms = statistics.median(plain), statistics.median(packed)
     rows = torch.cat([hole, hole[1:]]).to(ref.device)
     agree = float((ref.argmax(-1) == got.argmax(-1))[0, rows].float().mean())
     record.update(passes_ms_plain=plain_ms, passes_ms_packed=packed_ms, greedy_agreement=agree,
-                  max_abs_diff=float((ref - got).abs().max()))
+                  max_abs_diff=float((ref - got).abs().max()), rounds=ROUNDS)
     if packed_ms * STEP_MARGIN <= plain_ms and agree >= AGREE:
-        record.update(chosen="on", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms")
+        runner.adapter.release_merged()
+        record.update(chosen="on", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms "
+                                          f"(medians of {ROUNDS} interleaved rounds)")
         return record
     runner.use_packed(False)
-    engine.prefix_cache.clear()
-    record["reason"] = (f"packed passes {packed_ms:.0f} ms vs {plain_ms:.0f} ms, greedy agreement {100 * agree:.0f}% "
-                        f"(needs {STEP_MARGIN}x and {100 * AGREE:.0f}%)")
+    record["reason"] = (f"packed passes {packed_ms:.0f} ms vs {plain_ms:.0f} ms (medians of {ROUNDS} interleaved "
+                        f"rounds), greedy agreement {100 * agree:.0f}% (needs {STEP_MARGIN}x and {100 * AGREE:.0f}%)")
     return record

@@ -103,14 +103,15 @@ class Gemma3Runner(ModelRunner):
     def _can_pack(self) -> bool:
         return self.device.type == "cpu" and self.model.dtype == torch.float32 and P.unavailable() is None
 
-    def use_packed(self, on: bool) -> None:
+    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
         """Prepacked float32 weights (engine/gemma3/packed.py) for the adapted linears and the restricted output head,
-        from here on (`on`), or the plain weights again. Needs the model in float32 on the CPU."""
+        from here on (`on`), or the plain weights again. Needs the model in float32 on the CPU. `keep_merged`: the
+        plain merged weights stay too, so `adapter.state.packed` can switch between both (packed.choose's timing)."""
         if on and not self._can_pack():
             raise ValueError(f"packed weights need float32 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
                              f"{self.model.dtype} on {self.device})")
         self.packed = on
-        self.adapter.use_packed(on)
+        self.adapter.use_packed(on, keep_merged)
         self._build_head()
 
     @property
@@ -202,7 +203,9 @@ class Gemma3Runner(ModelRunner):
 
     def _head_kernel(self, hidden: torch.Tensor):
         """The packed restricted head, where it serves `hidden` (packed.fits), else None (the plain product)."""
-        return self._head_packed if self._head_packed is not None and P.fits(hidden) else None
+        if self._head_packed is None or not self.adapter.state.packed:
+            return None
+        return self._head_packed if P.fits(hidden) else None
 
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's logits over the restricted output vocabulary (columns), float32: [..., V']."""

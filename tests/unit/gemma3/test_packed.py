@@ -80,6 +80,25 @@ def test_a_packed_lora_layer_gives_the_base_and_merged_products_and_knows_when_n
     assert float((dec_want - base_want).abs().max()) > 1e-2  # the deltas count: a base product would show
 
 
+def test_the_adapter_state_switches_between_packed_and_plain_copies_kept_side_by_side(monkeypatch):
+    layer = _lora()
+    layer.use_packed(True, keep_merged=True)
+    assert layer.merged is not None and layer.packed_merged is not None
+    calls = _counting(monkeypatch)
+    x = torch.randn(2, 32)
+    with torch.no_grad():
+        layer.state.active = True
+        layer.state.packed = False
+        plain = layer(x)
+        assert calls == []  # switched off: the plain merged copy
+        layer.state.packed = True
+        packed = layer(x)
+        assert len(calls) == 1
+    assert torch.allclose(plain, packed, atol=1e-5)
+    layer.release_merged()
+    assert layer.merged is None and layer.packed_merged is not None
+
+
 def test_packed_weights_go_stale_when_the_weights_change_and_training_never_reads_them(monkeypatch):
     layer = _lora()
     layer.use_packed(True)
@@ -152,6 +171,12 @@ def test_warm_up_settles_packing_and_status_reports_it(adapted_dir, monkeypatch,
         record = engine.status()["packing"]
         assert record["asked"] == setting and record["chosen"] in ("on", "off") and record["reason"]
         assert engine.runner.packed == (record["chosen"] == "on")
+        mods = engine.runner.adapter.modules.values()
+        if record["chosen"] == "on":  # the packed copies serve; the plain merged ones the timing kept are gone
+            assert all(m.packed_merged is not None and m.merged is None for m in mods)
+        else:
+            assert all(m.packed_base is None and m.merged is not None for m in mods)
+        assert engine.runner.adapter.state.packed
         if setting in ("on", "off"):
             assert record["chosen"] == setting
         if setting == "auto":  # measured: both timings and the agreement are in the record
