@@ -1,7 +1,7 @@
 """Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
 
     python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
-        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--packed] [--profile WIDTH]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--packed decoder|all] [--profile WIDTH]
         [--json OUT]
 
 Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
@@ -58,7 +58,7 @@ def loop_inputs(engine, prompt: list[int], width: int):
 
 
 def measure(engine, widths: list[int], rounds: int, steps: int, temperature: float, prompt: list[int],
-            ar_tokens: int = 16, unmerged: bool = False, packed: bool = False) -> dict:
+            ar_tokens: int = 16, unmerged: bool = False, packed: str | None = None) -> dict:
     import torch
 
     from dg_lsp.engine.speed import decoder_forward, sync
@@ -68,8 +68,8 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
     forwards = {w: decoder_forward(loop.runner, prompt, w) for w in widths}
     samples: dict[str, list[float]] = {"ar_token": [], "ar_first_head": []}
     adapter = getattr(runner, "adapter", None) if unmerged else None  # a Gemma adapter: also time it unmerged
-    packs = packed and hasattr(runner, "use_packed")  # a Gemma runner: also time it with prepacked weights
-    was_packed = bool(getattr(runner, "packed", False))
+    packs = bool(packed) and hasattr(runner, "use_packed")  # a Gemma runner: also time it with prepacked weights
+    was_packed = getattr(runner, "packed", False)
     if packs:
         samples["ar_token_packed"] = []
     for w in widths:
@@ -124,7 +124,7 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
             step_ms(w)  # warm
         for _ in range(rounds):
             if packs:
-                runner.use_packed(True)
+                runner.use_packed(True, base=packed == "all")
                 try:
                     samples["ar_token_packed"].append(ar_token_ms())
                     for w in widths:
@@ -145,7 +145,7 @@ def measure(engine, widths: list[int], rounds: int, steps: int, temperature: flo
                     finally:
                         adapter.merge()
         if packs:
-            runner.use_packed(was_packed)
+            runner.use_packed(bool(was_packed), base=was_packed == "all")
     medians = {k: statistics.median(v) for k, v in samples.items()}
     return {"median_ms": medians, "samples_ms": samples, "widths": widths, "rounds": rounds, "steps": steps,
             "temperature": temperature, "prompt_tokens": len(prompt), "ar_tokens": ar_tokens}
@@ -210,9 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unmerged", action="store_true",
                     help="a Gemma adapter: also time each step and forward with the LoRA deltas unmerged "
                          "(adapter.LoRALinear.merge), interleaved")
-    ap.add_argument("--packed", action="store_true",
+    ap.add_argument("--packed", choices=("decoder", "all"), default=None,
                     help="a Gemma runner: also time each step, forward and AR token with its weights prepacked "
-                         "(engine/gemma3/packed.py), interleaved; the plain rows then use the plain weights")
+                         "(engine/gemma3/packed.py: the decoder's, or all), interleaved; the plain rows then use the "
+                         "plain weights")
     ap.add_argument("--profile", type=int, default=None, metavar="WIDTH",
                     help="also print torch.profiler's table of one loop run at this canvas width")
     ap.add_argument("--json", default=None, help="also write the figures here")

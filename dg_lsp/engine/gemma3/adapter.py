@@ -98,19 +98,19 @@ class LoRALinear(nn.Module):
         self.packed_base = self.packed_merged = self._packed_key = None
 
     @torch.no_grad()
-    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
-        """Prepacked float32 copies (engine/gemma3/packed.py) of the base weight and of the merged one, used without
-        autograd for inputs of at most packed.MAX_ROWS rows while the weights they were made from are unchanged. The
-        packed merged weight replaces the plain merged copy (a decoder pass of more rows uses it too: packed costs
-        the same there), so packing adds one copy of the base weights; `keep_merged` keeps the plain copy too (for
-        timing both, `release_merged` drops it later). `on=False` drops both packed copies."""
+    def use_packed(self, on: bool, keep_merged: bool = False, base: bool = False) -> None:
+        """A prepacked float32 copy (engine/gemma3/packed.py) of the merged weight, which replaces the plain merged copy
+        (no memory added) and serves every decoder pass without autograd while the weights it was made from are
+        unchanged; with `base`, also one of the base weight, for the base model's passes of at most packed.MAX_ROWS
+        rows (one more copy of the weights). `keep_merged` keeps the plain merged copy too (for timing both;
+        `release_merged` drops it later). `on=False` drops the packed copies."""
         self.packed_base = self.packed_merged = self._packed_key = None
         if self.merged is None or self._merged_key != self._key():
             self.merge()  # off: the plain merged copy back (packing dropped it)
         if not on:
             return
-        self.packed_base = P.PackedWeight(self.base.weight)
         self.packed_merged = P.PackedWeight(self.merged)
+        self.packed_base = P.PackedWeight(self.base.weight) if base else None
         self._packed_key = self._key()
         if not keep_merged:
             self.release_merged()
@@ -130,11 +130,11 @@ class LoRALinear(nn.Module):
         self.int8, self._int8_key = Int8Linear(self.merged), self._key()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed_base is not None and self.state.packed and not torch.is_grad_enabled():
+        if self.packed_merged is not None and self.state.packed and not torch.is_grad_enabled():
             if self._packed_key != self._key():  # stale: the weights changed since use_packed()
                 self.packed_base = self.packed_merged = self._packed_key = None
             elif not self.state.active:
-                if P.fits(x):
+                if self.packed_base is not None and P.fits(x):
                     return self.packed_base(x, self.base.bias)
             elif self.int8 is None and x.dtype == torch.float32 and x.device.type == "cpu":
                 return self.packed_merged(x, self.base.bias)
@@ -185,11 +185,11 @@ class Adapter:
         for m in self.modules.values():
             m.pack_int8()
 
-    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
+    def use_packed(self, on: bool, keep_merged: bool = False, base: bool = False) -> None:
         """Prepacked float32 weights for every adapted linear, or none (LoRALinear.use_packed)."""
         self.state.packed = True
         for m in self.modules.values():
-            m.use_packed(on, keep_merged)
+            m.use_packed(on, keep_merged, base)
 
     def release_merged(self) -> None:
         for m in self.modules.values():

@@ -14,7 +14,14 @@ thread), 80 linears 2048 x 640 whose weights do not fit in cache, ms per sweep
 | `linear` | 29.5 | 52.3 | 62.6 | 64.9 | 65.4 | 76.4 | 115.4 | 169.0 | 200.3 | 263.1 | 366.2 | 528.6 |
 | packed | 25.8 | 30.8 | 33.8 | 39.7 | 47.7 | 63.0 | 93.3 | 152.0 | 197.3 | 279.1 | 359.6 | 545.7 |
 
-So a packed weight serves passes of up to `MAX_ROWS` rows; a longer one (a prompt's encoding) takes the plain weight.
+Two uses (`DG_LSP_PACKED`):
+- `decoder` (what `auto` keeps where it measures faster): the decoder's merged weights (`LoRALinear.merge`) packed
+  in place of their plain copy, so no memory is added. Every decoder pass reads them.
+- `all`: also a packed copy of the base weights, for the base model's passes of at most `MAX_ROWS` rows (the walk's
+  verification, the alternatives' branches, the AR twin's tokens; a prompt's encoding keeps the plain weights), and
+  of the restricted output head. A little faster again, but the base weights then exist twice: on the default model
+  resident memory after warm-up grew by about 0.5 GB and, over a few hundred requests, by about 1.1 GB in all
+  (docs/results/packed-weights.md), so it is asked for, never chosen.
 The results are the same products summed in another order: float32 rounding apart (a relative difference of about
 1e-6), the same numbers. Whether packing pays is measured on the engine's own passes at warm-up (`choose`), as
 dtype `auto` is (engine/dtype_auto.py), because it depends on the CPU; `Engine.status()["packing"]` reports it.
@@ -33,7 +40,8 @@ import torch
 MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
-SETTING = "DG_LSP_PACKED"  # auto (default): measured at warm-up; on; off
+SETTING = "DG_LSP_PACKED"  # auto (default): the decoder's, if timing shows it faster; decoder; all; off
+CHOICES = ("auto", "decoder", "all", "off")
 
 
 def unavailable() -> str | None:
@@ -49,10 +57,10 @@ def unavailable() -> str | None:
 
 
 def wanted() -> str:
-    """The `DG_LSP_PACKED` setting: auto, on or off."""
+    """The `DG_LSP_PACKED` setting (CHOICES)."""
     value = os.environ.get(SETTING, "auto").strip().lower() or "auto"
-    if value not in ("auto", "on", "off"):
-        raise ValueError(f"{SETTING}={value!r}: expected auto, on or off")
+    if value not in CHOICES:
+        raise ValueError(f"{SETTING}={value!r}: expected {', '.join(CHOICES)}")
     return value
 
 
@@ -108,10 +116,10 @@ def _timed(fn) -> float:
 @torch.inference_mode()
 def choose(engine) -> dict:
     """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
-    on or off decides; auto packs (keeping the plain merged weights meanwhile), then times the warm-up canvas's
-    passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both alike), and keeps packing when
-    the packed median is at least STEP_MARGIN times faster and the greedy choices agree (AGREE). Returns the record
-    for status()."""
+    decoder, all or off decides; auto packs the decoder's weights (keeping the plain merged ones meanwhile), then
+    times the warm-up canvas's passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both
+    alike), and keeps them when the packed median is at least STEP_MARGIN times faster and the greedy choices agree
+    (AGREE). Returns the record for status()."""
     runner = engine.runner
     try:
         asked = wanted()
@@ -123,7 +131,7 @@ def choose(engine) -> dict:
         record["reason"] = why
         return record
     if asked != "auto":
-        runner.use_packed(asked == "on")
+        runner.use_packed(asked != "off", base=asked == "all")
         record.update(chosen=asked, reason=f"{SETTING}={asked}")
         return record
     both, hole = _passes(engine)
@@ -149,7 +157,7 @@ def choose(engine) -> dict:
                   max_abs_diff=float((ref - got).abs().max()), rounds=ROUNDS)
     if packed_ms * STEP_MARGIN <= plain_ms and agree >= AGREE:
         runner.adapter.release_merged()
-        record.update(chosen="on", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms "
+        record.update(chosen="decoder", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms "
                                           f"(medians of {ROUNDS} interleaved rounds)")
         return record
     runner.use_packed(False)

@@ -41,7 +41,7 @@ class Gemma3Runner(ModelRunner):
         self.pad_id = self.text_config.pad_token_id or 0
         self._vocab = vocab
         self.int8 = False  # dtype int8 (use_int8)
-        self.packed = False  # prepacked float32 weights (use_packed; engine/gemma3/packed.py)
+        self.packed: str | bool = False  # prepacked float32 weights: "decoder", "all" or False (use_packed)
         self._own_columns = len(vocab)  # the vocabulary's own columns; add_columns adds after them
         self._special = set(loaded.tokenizer.all_special_ids)
         self.refresh()
@@ -60,7 +60,7 @@ class Gemma3Runner(ModelRunner):
         if self.packed and not self._can_pack():
             self.packed = False  # a cast away from float32 (dtype_auto) ends packing
         if self.packed:
-            self.adapter.use_packed(True)
+            self.adapter.use_packed(True, base=self.packed == "all")
         self._build_head()
 
     def _build_head(self) -> None:
@@ -68,7 +68,7 @@ class Gemma3Runner(ModelRunner):
         its int8 copy (the decoder's)."""
         self._head = self._vocab.head_weight(A.text_model(self.model).embed_tokens.weight)
         self._head_int8 = Int8Linear(self._head) if self.int8 else None
-        self._head_packed = P.PackedWeight(self._head) if self.packed else None
+        self._head_packed = P.PackedWeight(self._head) if self.packed == "all" else None
 
     MAX_ADDED_COLUMNS = 4096  # output columns add_columns may add in all, after the vocabulary's own
 
@@ -103,15 +103,16 @@ class Gemma3Runner(ModelRunner):
     def _can_pack(self) -> bool:
         return self.device.type == "cpu" and self.model.dtype == torch.float32 and P.unavailable() is None
 
-    def use_packed(self, on: bool, keep_merged: bool = False) -> None:
-        """Prepacked float32 weights (engine/gemma3/packed.py) for the adapted linears and the restricted output head,
-        from here on (`on`), or the plain weights again. Needs the model in float32 on the CPU. `keep_merged`: the
-        plain merged weights stay too, so `adapter.state.packed` can switch between both (packed.choose's timing)."""
+    def use_packed(self, on: bool, keep_merged: bool = False, base: bool = False) -> None:
+        """Prepacked float32 weights (engine/gemma3/packed.py) from here on (`on`), or the plain weights again: the
+        decoder's (in place of its plain merged copy), and with `base` also the base model's linears and the
+        restricted output head (about 0.5 GB more). Needs the model in float32 on the CPU. `keep_merged`: the plain
+        merged weights stay too, so `adapter.state.packed` can switch between both (packed.choose's timing)."""
         if on and not self._can_pack():
             raise ValueError(f"packed weights need float32 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
                              f"{self.model.dtype} on {self.device})")
-        self.packed = on
-        self.adapter.use_packed(on, keep_merged)
+        self.packed = "all" if on and base else "decoder" if on else False
+        self.adapter.use_packed(on, keep_merged, base)
         self._build_head()
 
     @property

@@ -66,7 +66,7 @@ def test_a_packed_lora_layer_gives_the_base_and_merged_products_and_knows_when_n
         layer.state.active = True
         dec_want = layer(x)
         layer.state.active = False
-        layer.use_packed(True)
+        layer.use_packed(True, base=True)
         assert layer.merged is None and layer.packed_merged is not None  # the packed copy replaces the merged one
         calls = _counting(monkeypatch)
         base_got, long_got = layer(x), layer(long)
@@ -83,7 +83,7 @@ def test_a_packed_lora_layer_gives_the_base_and_merged_products_and_knows_when_n
 def test_the_adapter_state_switches_between_packed_and_plain_copies_kept_side_by_side(monkeypatch):
     layer = _lora()
     layer.use_packed(True, keep_merged=True)
-    assert layer.merged is not None and layer.packed_merged is not None
+    assert layer.merged is not None and layer.packed_merged is not None and layer.packed_base is None
     calls = _counting(monkeypatch)
     x = torch.randn(2, 32)
     with torch.no_grad():
@@ -101,7 +101,7 @@ def test_the_adapter_state_switches_between_packed_and_plain_copies_kept_side_by
 
 def test_packed_weights_go_stale_when_the_weights_change_and_training_never_reads_them(monkeypatch):
     layer = _lora()
-    layer.use_packed(True)
+    layer.use_packed(True, base=True)
     x = torch.randn(2, 32)
     calls = _counting(monkeypatch)
     layer.state.active = True
@@ -111,7 +111,7 @@ def test_packed_weights_go_stale_when_the_weights_change_and_training_never_read
     assert calls == [] and layer.packed_base is None and layer.packed_merged is None  # dropped, not used stale
     want = layer.base(x) + (x @ layer.lora_a.t()) @ layer.lora_b.t() * layer.scale
     assert torch.allclose(got, want.detach(), atol=1e-5)
-    layer.use_packed(True)
+    layer.use_packed(True, base=True)
     out = layer(x)  # autograd on
     out.square().sum().backward()
     assert calls == [] and layer.lora_b.grad is not None and float(layer.lora_b.grad.abs().sum()) > 0
@@ -142,25 +142,32 @@ def test_the_runner_passes_and_a_fill_are_the_same_packed(adapted_dir):
                     engine.infill(InfillRequest(**req)))
 
         plain = run()
-        r.use_packed(True)
-        assert r.packed and r._head_packed is not None
+        r.use_packed(True)  # the decoder's weights only: the base passes and the head stay plain
+        assert r.packed == "decoder" and r._head_packed is None
+        assert all(m.packed_base is None and m.packed_merged is not None and m.merged is None
+                   for m in r.adapter.modules.values())
+        decoder = run()
+        r.use_packed(True, base=True)
+        assert r.packed == "all" and r._head_packed is not None
         assert all(m.packed_base is not None for m in r.adapter.modules.values())
         packed = run()
-        for a, b in zip(plain[:4], packed[:4]):
-            assert torch.allclose(a, b, rtol=1e-4, atol=1e-4), float((a - b).abs().max())
-        assert packed[4].text == plain[4].text and packed[4].steps == plain[4].steps
+        for got in (decoder, packed):
+            for a, b in zip(plain[:4], got[:4]):
+                assert torch.allclose(a, b, rtol=1e-4, atol=1e-4), float((a - b).abs().max())
+            assert got[4].text == plain[4].text and got[4].steps == plain[4].steps
+        assert torch.equal(decoder[0], plain[0]) and torch.equal(decoder[2], plain[2])  # base passes: plain weights
         r.add_columns([300, 301])  # added output columns: the packed head is rebuilt with them
         assert r._head_packed.out_features == r._head.shape[0]
         r.set_dtype(torch.bfloat16)  # a cast away from float32 ends packing
         assert not r.packed and r._head_packed is None
-        assert all(m.packed_base is None and m.merged is not None for m in r.adapter.modules.values())
+        assert all(m.packed_merged is None and m.merged is not None for m in r.adapter.modules.values())
         with pytest.raises(ValueError, match="float32 on the CPU"):
             r.use_packed(True)
     finally:
         engine.close()
 
 
-@pytest.mark.parametrize("setting", ["on", "off", "auto", "sometimes"])
+@pytest.mark.parametrize("setting", ["decoder", "all", "off", "auto", "sometimes"])
 def test_warm_up_settles_packing_and_status_reports_it(adapted_dir, monkeypatch, setting):
     from dg_lsp.engine import Engine
 
@@ -169,21 +176,24 @@ def test_warm_up_settles_packing_and_status_reports_it(adapted_dir, monkeypatch,
     try:
         engine.warmup()
         record = engine.status()["packing"]
-        assert record["asked"] == setting and record["chosen"] in ("on", "off") and record["reason"]
-        assert engine.runner.packed == (record["chosen"] == "on")
+        assert record["asked"] == setting and record["chosen"] in ("decoder", "all", "off") and record["reason"]
+        assert engine.runner.packed == (False if record["chosen"] == "off" else record["chosen"])
         mods = engine.runner.adapter.modules.values()
-        if record["chosen"] == "on":  # the packed copies serve; the plain merged ones the timing kept are gone
+        if record["chosen"] != "off":  # the packed copies serve; the plain merged ones the timing kept are gone
             assert all(m.packed_merged is not None and m.merged is None for m in mods)
+            assert all((m.packed_base is not None) == (record["chosen"] == "all") for m in mods)
         else:
-            assert all(m.packed_base is None and m.merged is not None for m in mods)
+            assert all(m.packed_merged is None and m.merged is not None for m in mods)
         assert engine.runner.adapter.state.packed
-        if setting in ("on", "off"):
+        if setting in ("decoder", "all", "off"):
             assert record["chosen"] == setting
+        if setting == "auto":
+            assert record["chosen"] in ("decoder", "off")  # auto never packs the base weights (memory)
         if setting == "auto":  # measured: both timings and the agreement are in the record
             assert record["passes_ms_plain"] > 0 and record["passes_ms_packed"] > 0
             assert 0.0 <= record["greedy_agreement"] <= 1.0
         if setting == "sometimes":
-            assert record["chosen"] == "off" and "expected auto, on or off" in record["reason"]
+            assert record["chosen"] == "off" and "expected auto, decoder, all, off" in record["reason"]
         result = engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
                                              params=DenoiseParams(temperature=0)))
         assert not result.cancelled and result.steps >= 1
@@ -198,7 +208,7 @@ def test_step_time_diagnostic_times_prepacked_weights_beside_plain_ones(adapted_
 
     out = tmp_path / "st.json"
     assert step_time.main(["--model", str(adapted_dir), "--widths", "8", "--rounds", "1", "--steps", "2",
-                           "--prompt-tokens", "12", "--ar-tokens", "2", "--packed", "--json", str(out)]) == 0
+                           "--prompt-tokens", "12", "--ar-tokens", "2", "--packed", "all", "--json", str(out)]) == 0
     medians = json.loads(out.read_text())["median_ms"]
     assert {"step_8", "forward_8", "ar_token", "step_8_packed", "forward_8_packed", "ar_token_packed"} <= set(medians)
     assert all(v > 0 for v in medians.values())
