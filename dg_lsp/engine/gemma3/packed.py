@@ -14,14 +14,17 @@ thread), 80 linears 2048 x 640 whose weights do not fit in cache, ms per sweep
 | `linear` | 29.5 | 52.3 | 62.6 | 64.9 | 65.4 | 76.4 | 115.4 | 169.0 | 200.3 | 263.1 | 366.2 | 528.6 |
 | packed | 25.8 | 30.8 | 33.8 | 39.7 | 47.7 | 63.0 | 93.3 | 152.0 | 197.3 | 279.1 | 359.6 | 545.7 |
 
-Two uses (`DG_LSP_PACKED`):
-- `decoder` (what `auto` keeps where it measures faster): the decoder's merged weights (`LoRALinear.merge`) packed
-  in place of their plain copy, so no memory is added. Every decoder pass reads them.
-- `all`: also a packed copy of the base weights, for the base model's passes of at most `MAX_ROWS` rows (the walk's
-  verification, the alternatives' branches, the AR twin's tokens; a prompt's encoding keeps the plain weights), and
-  of the restricted output head. A little faster again, but the base weights then exist twice: on the default model
-  resident memory after warm-up grew by about 0.5 GB and, over a few hundred requests, by about 1.1 GB in all
-  (docs/results/packed-weights.md), so it is asked for, never chosen.
+`DG_LSP_PACKED` (environment):
+- `off`, the default: the plain weights.
+- `all`: the decoder's merged weights (`LoRALinear.merge`) packed in place of their plain copy, a packed copy of the
+  base weights for the base model's passes of at most `MAX_ROWS` rows (the walk's verification, the alternatives'
+  branches, the AR twin's tokens; a prompt's encoding keeps the plain weights), and a packed restricted output head.
+  On HumanEval single-line the diffusion requests took 0.914x the time, with the same answers. But the base weights
+  then exist twice: resident memory grew by about 0.5 GB at warm-up and about 1.1 GB over a few hundred requests
+  (docs/results/packed-weights.md). So it is asked for, not the default.
+- `auto`: `all` where warm-up timing shows it faster (`choose`).
+Packing the decoder's weights alone adds no memory, but measured nothing (0.994x on the same 300 tasks), so it is
+not offered (`Gemma3Runner.use_packed(True)` without `base` still does it, for measurements).
 The results are the same products summed in another order: float32 rounding apart (a relative difference of about
 1e-6), the same numbers. Whether packing pays is measured on the engine's own passes at warm-up (`choose`), as
 dtype `auto` is (engine/dtype_auto.py), because it depends on the CPU; `Engine.status()["packing"]` reports it.
@@ -40,8 +43,8 @@ import torch
 MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
-SETTING = "DG_LSP_PACKED"  # auto (default): the decoder's, if timing shows it faster; decoder; all; off
-CHOICES = ("auto", "decoder", "all", "off")
+SETTING = "DG_LSP_PACKED"  # off (default); all; auto: all, where warm-up timing shows it faster
+CHOICES = ("off", "all", "auto")
 
 
 def unavailable() -> str | None:
@@ -58,7 +61,7 @@ def unavailable() -> str | None:
 
 def wanted() -> str:
     """The `DG_LSP_PACKED` setting (CHOICES)."""
-    value = os.environ.get(SETTING, "auto").strip().lower() or "auto"
+    value = os.environ.get(SETTING, "off").strip().lower() or "off"
     if value not in CHOICES:
         raise ValueError(f"{SETTING}={value!r}: expected {', '.join(CHOICES)}")
     return value
@@ -116,10 +119,10 @@ def _timed(fn) -> float:
 @torch.inference_mode()
 def choose(engine) -> dict:
     """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
-    decoder, all or off decides; auto packs the decoder's weights (keeping the plain merged ones meanwhile), then
-    times the warm-up canvas's passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both
-    alike), and keeps them when the packed median is at least STEP_MARGIN times faster and the greedy choices agree
-    (AGREE). Returns the record for status()."""
+    off (the default) or all decides; auto packs all (keeping the plain merged weights meanwhile), then times the
+    warm-up canvas's passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both alike), and
+    keeps packing when the packed median is at least STEP_MARGIN times faster and the greedy choices agree (AGREE).
+    Returns the record for status()."""
     runner = engine.runner
     try:
         asked = wanted()
@@ -131,12 +134,12 @@ def choose(engine) -> dict:
         record["reason"] = why
         return record
     if asked != "auto":
-        runner.use_packed(asked != "off", base=asked == "all")
-        record.update(chosen=asked, reason=f"{SETTING}={asked}")
+        runner.use_packed(asked == "all", base=True)
+        record.update(chosen=asked, reason=f"{SETTING}={asked}" + (" (the default)" if SETTING not in os.environ else ""))
         return record
     both, hole = _passes(engine)
     state = runner.adapter.state
-    runner.use_packed(True, keep_merged=True)
+    runner.use_packed(True, keep_merged=True, base=True)
     plain, packed = [], []
     try:
         state.packed = False
@@ -157,7 +160,7 @@ def choose(engine) -> dict:
                   max_abs_diff=float((ref - got).abs().max()), rounds=ROUNDS)
     if packed_ms * STEP_MARGIN <= plain_ms and agree >= AGREE:
         runner.adapter.release_merged()
-        record.update(chosen="decoder", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms "
+        record.update(chosen="all", reason=f"a decoder and a base pass {packed_ms:.0f} ms packed vs {plain_ms:.0f} ms "
                                           f"(medians of {ROUNDS} interleaved rounds)")
         return record
     runner.use_packed(False)

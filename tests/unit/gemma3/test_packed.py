@@ -167,16 +167,19 @@ def test_the_runner_passes_and_a_fill_are_the_same_packed(adapted_dir):
         engine.close()
 
 
-@pytest.mark.parametrize("setting", ["decoder", "all", "off", "auto", "sometimes"])
+@pytest.mark.parametrize("setting", [None, "all", "off", "auto", "sometimes"])
 def test_warm_up_settles_packing_and_status_reports_it(adapted_dir, monkeypatch, setting):
     from dg_lsp.engine import Engine
 
-    monkeypatch.setenv(P.SETTING, setting)
+    if setting is None:
+        monkeypatch.delenv(P.SETTING, raising=False)  # the default: off
+    else:
+        monkeypatch.setenv(P.SETTING, setting)
     engine = Engine.load(str(adapted_dir), device="cpu", dtype="float32")
     try:
         engine.warmup()
         record = engine.status()["packing"]
-        assert record["asked"] == setting and record["chosen"] in ("decoder", "all", "off") and record["reason"]
+        assert record["asked"] == (setting or "off") and record["chosen"] in ("all", "off") and record["reason"]
         assert engine.runner.packed == (False if record["chosen"] == "off" else record["chosen"])
         mods = engine.runner.adapter.modules.values()
         if record["chosen"] != "off":  # the packed copies serve; the plain merged ones the timing kept are gone
@@ -185,15 +188,15 @@ def test_warm_up_settles_packing_and_status_reports_it(adapted_dir, monkeypatch,
         else:
             assert all(m.packed_merged is None and m.merged is not None for m in mods)
         assert engine.runner.adapter.state.packed
-        if setting in ("decoder", "all", "off"):
-            assert record["chosen"] == setting
-        if setting == "auto":
-            assert record["chosen"] in ("decoder", "off")  # auto never packs the base weights (memory)
+        if setting in (None, "all", "off"):
+            assert record["chosen"] == (setting or "off")
+        if setting is None:
+            assert "(the default)" in record["reason"]
         if setting == "auto":  # measured: both timings and the agreement are in the record
             assert record["passes_ms_plain"] > 0 and record["passes_ms_packed"] > 0
             assert 0.0 <= record["greedy_agreement"] <= 1.0
         if setting == "sometimes":
-            assert record["chosen"] == "off" and "expected auto, decoder, all, off" in record["reason"]
+            assert record["chosen"] == "off" and "expected off, all, auto" in record["reason"]
         result = engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",
                                              params=DenoiseParams(temperature=0)))
         assert not result.cancelled and result.steps >= 1
