@@ -65,7 +65,7 @@ class Engine:
         self.pad_id, self.eos_id, self.bos_id = self.lifecycle.pad_id, self.lifecycle.eos_id, self.lifecycle.bos_id
         self.batch_calibration: dict | None = None  # measure_batch_step() at warm-up; decides automatic batching
         self.dtype_choice: dict | None = None  # dtype "auto" on CPU, settled at warm-up (engine/dtype_auto.py)
-        self.packing: dict | None = None  # prepacked float32 weights on CPU, settled at warm-up (gemma3/packed.py)
+        self.packing: dict | None = None  # prepacked float32 weights on CPU (DG_LSP_PACKED), settled at warm-up
 
     @classmethod
     def load(cls, model: str | None = None, device: str = "auto", dtype: str = "auto",
@@ -139,7 +139,7 @@ class Engine:
     # -- life of the engine -------------------------------------------------------------------
     def warmup(self, calibrate: bool = True) -> InfillResult:
         """dtype `auto` on CPU settled (engine/dtype_auto.py), then on a float32 CPU engine whether its weights are
-        prepacked (engine/gemma3/packed.py), a dummy fill (so the first real request pays no
+        prepacked (`DG_LSP_PACKED`, engine/gemma3/packed.py; off by default), a dummy fill (so the first real request pays no
         allocation cost), then, where batching is possible, the measurement that decides automatic batching."""
         if calibrate and self.loaded.dtype_asked == "auto" and self.loaded.device == "cpu" \
                 and self.loaded.dtype == "float32" and self.dtype_choice is None:
