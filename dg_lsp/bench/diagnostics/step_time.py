@@ -1,8 +1,8 @@
 """Denoising step time per canvas bucket against one autoregressive token, as ratios within one run (issue 15.4).
 
     python -m dg_lsp.bench.diagnostics.step_time [--model DIR] [--widths 16,32,full] [--rounds 5] [--steps 8]
-        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--packed decoder|all] [--profile WIDTH]
-        [--json OUT]
+        [--fast off|on|compile] [--temperature 0.2] [--prompt-tokens 200] [--unmerged] [--packed decoder|all]
+        [--profile WIDTH] [--json OUT]
 
 Everything goes through the engine's real code: a loop step is `DenoiseLoop.run` (the engine's loop, with its
 sampling, acceptance and stop test; confidence threshold 0, so every run takes `--steps` steps) divided by the steps

@@ -49,7 +49,7 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 @dataclass
 class AdapterState:
     active: bool = False
-    packed: bool = True  # layers read their prepacked copies, where they have them (False: packed.choose's plain timing)
+    packed: bool = True  # layers read their prepacked copies where they have them (False: choose's plain timing)
 
 
 class LoRALinear(nn.Module):

@@ -68,7 +68,7 @@ def wanted() -> str:
 
 
 class PackedWeight:
-    """A float32 CPU weight [out, in] reordered for oneDNN's linear; `__call__(x, bias)` is `linear(x, weight, bias)`."""
+    """A float32 CPU weight [out, in] reordered for oneDNN's linear; calling it is `linear(x, weight, bias)`."""
 
     def __init__(self, weight: torch.Tensor):
         w = weight.detach()
@@ -135,7 +135,8 @@ def choose(engine) -> dict:
         return record
     if asked != "auto":
         runner.use_packed(asked == "all", base=True)
-        record.update(chosen=asked, reason=f"{SETTING}={asked}" + (" (the default)" if SETTING not in os.environ else ""))
+        default = " (the default)" if SETTING not in os.environ else ""
+        record.update(chosen=asked, reason=f"{SETTING}={asked}{default}")
         return record
     both, hole = _passes(engine)
     state = runner.adapter.state

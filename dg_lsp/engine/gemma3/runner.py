@@ -106,8 +106,9 @@ class Gemma3Runner(ModelRunner):
     def use_packed(self, on: bool, keep_merged: bool = False, base: bool = False) -> None:
         """Prepacked float32 weights (engine/gemma3/packed.py) from here on (`on`), or the plain weights again: the
         decoder's (in place of its plain merged copy), and with `base` also the base model's linears and the
-        restricted output head (a second copy of the trunk's weights). Needs the model in float32 on the CPU. `keep_merged`: the plain
-        merged weights stay too, so `adapter.state.packed` can switch between both (packed.choose's timing)."""
+        restricted output head (a second copy of the trunk's weights). Needs the model in float32 on the CPU.
+        `keep_merged`: the plain merged weights stay too, so `adapter.state.packed` can switch between both
+        (packed.choose's timing)."""
         if on and not self._can_pack():
             raise ValueError(f"packed weights need float32 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
                              f"{self.model.dtype} on {self.device})")
