@@ -139,8 +139,8 @@ class Engine:
     # -- life of the engine -------------------------------------------------------------------
     def warmup(self, calibrate: bool = True) -> InfillResult:
         """dtype `auto` on CPU settled (engine/dtype_auto.py), then on a float32 CPU engine whether its weights are
-        prepacked (`DG_LSP_PACKED`, engine/gemma3/packed.py; off by default), a dummy fill (so the first real request pays no
-        allocation cost), then, where batching is possible, the measurement that decides automatic batching."""
+        prepacked (`DG_LSP_PACKED`, engine/gemma3/packed.py; off by default), a dummy fill (so the first real request
+        pays no allocation cost), then, where batching is possible, the measurement that decides automatic batching."""
         if calibrate and self.loaded.dtype_asked == "auto" and self.loaded.device == "cpu" \
                 and self.loaded.dtype == "float32" and self.dtype_choice is None:
             self.dtype_choice = self.worker.submit(Job(fn=self.settle_dtype, doc_key=None, cancel=threading.Event(),

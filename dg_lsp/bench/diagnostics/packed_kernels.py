@@ -12,24 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from pathlib import Path
-
-
-def sweep_ms(fn, reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(times)
 
 
 def measure(layers: int, rows: list[int], reps: int) -> list[dict]:
     import torch
 
+    from dg_lsp.engine.dtype_auto import median_ms
     from dg_lsp.engine.gemma3.packed import PackedWeight
 
     gen = torch.Generator().manual_seed(0)
@@ -39,8 +28,8 @@ def measure(layers: int, rows: list[int], reps: int) -> list[dict]:
     with torch.inference_mode():
         for m in rows:
             x = torch.randn(m, 640, generator=gen)
-            plain = sweep_ms(lambda: [torch.nn.functional.linear(x, w) for w in weights], reps)
-            pk = sweep_ms(lambda: [p(x) for p in packed], reps)
+            plain = median_ms(lambda: [torch.nn.functional.linear(x, w) for w in weights], reps)
+            pk = median_ms(lambda: [p(x) for p in packed], reps)
             out.append({"rows": m, "linear_ms": plain, "packed_ms": pk, "ratio": pk / plain})
             print(f"| {m} | {plain:.1f} | {pk:.1f} | {pk / plain:.2f} |", flush=True)
     return out

@@ -9,7 +9,7 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
       "source": {"type": "repo" | "heldout" | "humaneval" | "tasks", "path": str (roots joined by ", "), "split": str | null,
                  "n_tasks": int, "seed": int},
       "model": str | null, "device": str | null, "dtype": str | null,
-      "packing": {"chosen": "on" | "off", "reason": str, ...} | null,  # the engine's prepacked weights (gemma3/packed.py)
+      "packing": {"asked": str, "chosen": "all" | "off", "reason": str, ...} | null,  # the engine's prepacked weights (gemma3/packed.py)
       "configs": [{                                  # one per (mode, via, --steps value)
           "label": "diffusion/engine s=16",
           "mode": "diffusion" | "ar" | "nosuffix" | "empty", "via": "engine" | "lsp" | "none",

@@ -36,15 +36,17 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 
 import torch
+
+from ..dtype_auto import median_ms
 
 MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
 SETTING = "DG_LSP_PACKED"  # off (default); all; auto: all, where warm-up timing shows it faster
 CHOICES = ("off", "all", "auto")
+ROUNDS = 5  # interleaved timing rounds of `choose` (plain, then packed, each round)
 
 
 def unavailable() -> str | None:
@@ -87,9 +89,6 @@ def fits(x: torch.Tensor) -> bool:
             and x.numel() <= MAX_ROWS * x.shape[-1])
 
 
-ROUNDS = 5  # interleaved timing rounds of `choose` (plain, then packed, each round)
-
-
 def _passes(engine):
     """A function of no arguments that runs one decoder pass and one base pass over the canvas's first 6 positions on
     the warm-up canvas, returning their logits side by side (the base pass's position 0, the lead's own row, left
@@ -110,12 +109,6 @@ def _passes(engine):
     return both, canvas.hole_mask[0, :width]
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1000.0
-
-
 @torch.inference_mode()
 def choose(engine) -> dict:
     """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
@@ -134,7 +127,8 @@ def choose(engine) -> dict:
         record["reason"] = why
         return record
     if asked != "auto":
-        runner.use_packed(asked == "all", base=True)
+        if asked == "all":  # off: the runner is plain already
+            runner.use_packed(True, base=True)
         default = " (the default)" if SETTING not in os.environ else ""
         record.update(chosen=asked, reason=f"{SETTING}={asked}{default}")
         return record
@@ -149,9 +143,9 @@ def choose(engine) -> dict:
         got = both()
         for _ in range(ROUNDS):
             state.packed = False
-            plain.append(_timed(both))
+            plain.append(median_ms(both, 1, warm=False))
             state.packed = True
-            packed.append(_timed(both))
+            packed.append(median_ms(both, 1, warm=False))
     finally:
         state.packed = True
     plain_ms, packed_ms = statistics.median(plain), statistics.median(packed)
