@@ -61,10 +61,21 @@ class StartedInfill:
 def settled_length(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int:
     """How much of a row's hole the answer reads: all of it, or, left to right, up to and including the first
     slot no step accepted (DenoiseLoop.unsettled): later ones were guessed with [MASK]s on their left."""
+    first = first_open(out, row, hole, lead)
+    return hole if first is None else first + 1
+
+
+def first_open(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
+    """The first hole slot of a row that no step accepted (DenoiseLoop.unsettled), or None where there is none."""
     if out.unsettled is None:
-        return hole
+        return None
     open_slots = torch.nonzero(out.unsettled[row, lead:lead + hole]).flatten()
-    return hole if open_slots.numel() == 0 else int(open_slots[0]) + 1
+    return None if open_slots.numel() == 0 else int(open_slots[0])
+
+
+def complete_lines(text: str) -> str:
+    """An unfinished answer's complete lines: its text up to and including its last line break ("" if none)."""
+    return text[:text.rfind("\n") + 1]
 
 
 class InfillLifecycle:
@@ -343,6 +354,18 @@ class InfillLifecycle:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
+    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
+        """How many leading hole slots a row kept where its loop stopped (its steps or its deadline spent) with
+        slots still open and no end among the kept ones (the end token, or the pad where the runner ends a hole
+        there); None where the answer is finished. The kept slots then end wherever the stop fell, often inside a
+        word (`return n_` for `return n_vowels`): such a line is shown only once its line break is kept."""
+        first = first_open(out, row, hole, lead)
+        if first is None:
+            return None
+        ends = {self.eos_id} | ({self.pad_id} if self.runner.ends_at_first_pad else set())
+        kept = out.canvas[row, lead:lead + first].tolist()
+        return None if any(t in ends for t in kept) else first
+
     def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
         """The text of a row's hole (pads and special tokens dropped, cut at end-of-text, and at the first pad where
         the runner ends a hole there) and its token count."""
@@ -364,9 +387,18 @@ class InfillLifecycle:
         chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
-            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
-            # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch
-            healed = "" if text == "" and healing.constrained(heal) else healing.unheal(text, heal)
+            unfinished = self.unfinished(out, row, hole, canvas.lead)
+            if unfinished is None:
+                text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
+            else:  # stopped (step budget, deadline) before the answer ended: its complete lines, else nothing
+                text, n = self.hole_ids_text(out.canvas[row], unfinished, canvas.lead)
+                text = complete_lines(text)
+            # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch;
+            # nor is an unfinished answer that has not written the tail's line yet
+            healed = ("" if text == "" and (healing.constrained(heal) or unfinished is not None)
+                      else healing.unheal(text, heal))
+            if healed is None and unfinished is not None:
+                healed = ""
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1
                 mismatches += 1

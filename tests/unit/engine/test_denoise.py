@@ -375,12 +375,12 @@ def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_di
     assert steps["entropy"][0] == 60, steps
 
 
-def test_left_to_right_answers_with_the_settled_slots_and_the_next_one(tiny_mask_model_dir, ltr_model_dir,
-                                                                       monkeypatch):
-    """A left-to-right loop that ends with open slots (here its step budget: 3 steps at one slot a step) answers
-    with the slots its steps accepted plus the first open one (what the next step would take first); the
-    slots after it, guessed with [MASK]s on their left, are left out. The entropy order answers with its whole
-    argmax canvas, as before."""
+def test_left_to_right_stopped_inside_its_answer_shows_only_finished_lines(tiny_mask_model_dir, ltr_model_dir,
+                                                                         monkeypatch):
+    """A left-to-right loop that ends with open slots and no end kept (here its step budget: 3 steps at one slot
+    a step) has not finished its answer: it answers with the complete lines of the slots its steps accepted, here
+    none (3 tokens, no line break), so nothing; `generated_tokens` counts the 3 it wrote. The entropy order
+    answers with its whole argmax canvas, as before."""
     answers = {}
     for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
         engine = Engine.load(str(path), device="cpu")
@@ -393,11 +393,13 @@ def test_left_to_right_answers_with_the_settled_slots_and_the_next_one(tiny_mask
             (canvas, out), = seen.runs
             a, width = canvas.lead, int(canvas.hole_mask[0].sum())
             answers[name] = (res.generated_tokens, width, res.text,
-                             engine.tokenizer.decode(list(range(40 + a, 40 + a + 4))))
+                             engine.tokenizer.decode(list(range(40 + a, 40 + a + 3))),
+                             out.canvas[0, a:a + 3].tolist() == list(range(40 + a, 40 + a + 3)))
         finally:
             engine.close()
-    kept, width, text, first_four = answers["left_to_right"]
-    assert width > 4 and kept == 4 and text == first_four, answers
+    kept, width, text, first_three, accepted = answers["left_to_right"]
+    assert width > 4 and kept == 3 and accepted, answers
+    assert "\n" not in first_three and text == "", answers
     assert answers["entropy"][0] == answers["entropy"][1], answers  # the whole hole
 
 

@@ -5,6 +5,7 @@ ends."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -182,12 +183,18 @@ def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
                                                                          a_cols))
     monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w, walk=None: oracle((canvas.shape[0], w, width),
                                                                                       b_cols))
+    outcomes = []
+    run = engine.loop.run
+    monkeypatch.setattr(engine.loop, "run", lambda *a, **k: outcomes.append(run(*a, **k)) or outcomes[-1])
     params = DenoiseParams(temperature=0.0, max_steps=6, entropy_bound=1e9, verify_weight=10.0)
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     kept = [a_ids[j] if j % 2 == 0 else b_ids[j] for j in range(min(n, 12))]
-    assert out.steps == 6 and out.generated_tokens >= 12  # two kept a step (what is left open shows A's drafts)
-    assert out.text.startswith(engine.tokenizer.decode(kept)), (out.text, engine.tokenizer.decode(kept))
-    assert not out.text.startswith(engine.tokenizer.decode(a_ids[:12]))  # the decoder did not win every slot
+    assert out.steps == 6 and out.generated_tokens == 12  # two kept a step
+    (outcome,) = outcomes
+    walked = outcome.canvas[0, 1:13].tolist()  # after the lead (the prompt's last token)
+    assert walked == kept
+    assert walked != a_ids[:12]  # the decoder did not win every slot
+    assert out.text == ""  # the step budget ran out inside the line: nothing is shown
 
 
 def test_where_the_cursor_ends_a_line_of_code_the_base_model_ends_the_line(engine, monkeypatch):
@@ -255,3 +262,23 @@ def test_a_walk_cache_gives_the_same_base_predictions_from_the_last_kept_token(e
     walk.commit(1)
     walk.commit(1)  # no pass since the last commit: nothing changes
     assert walk.length == 6
+
+
+@pytest.mark.parametrize("prefix, budget", [(PREFIX, {"deadline_ms": 0.0}), ("x\n", {"max_steps": 3})])
+def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engine, prefix, budget):
+    """A deadline spent at once stops the walk after one step, and a budget of 3 steps after three, inside the
+    answer (the end head never ends it). The kept tokens are the base model's greedy ones, but where the stop
+    fell is chance, often inside a word: the answer is their text up to its last line break (here: nothing, then
+    one line), and nothing where they hold none. The walk without a budget writes on past it."""
+    params = dataclasses.replace(DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=1e9, verify_weight=0.0),
+                                 **budget)
+    cut = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", params=params, heal=False, reuse_prefix=False))
+    assert cut.generated_tokens >= 1 and cut.deadline_hit == ("deadline_ms" in budget)
+    kept = engine.autoregressive(prefix, max_new_tokens=cut.generated_tokens, stop_at_newline=False, heal=False)
+    assert kept.generated_tokens == cut.generated_tokens and not kept.text.endswith("\n")
+    assert cut.text == kept.text[:kept.text.rfind("\n") + 1]
+    assert (cut.text == "") == ("deadline_ms" in budget)
+    whole = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", heal=False, reuse_prefix=False,
+                                            params=dataclasses.replace(params, deadline_ms=None, max_steps=16)))
+    assert not whole.deadline_hit and whole.generated_tokens > cut.generated_tokens
+    assert whole.text.startswith(cut.text)
