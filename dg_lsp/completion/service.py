@@ -243,7 +243,7 @@ class CompletionService:
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
-            if use_cache:
+            if use_cache and not result.deadline_hit:  # a fill cut by time may finish when asked again
                 self.cache.put(p.suggestion, text)
             return text, result
 

@@ -34,6 +34,16 @@ def test_same_context_is_served_from_the_cache(service):
     assert again.text == first.text and again.result is None
 
 
+def test_a_fill_cut_by_its_deadline_is_not_cached(service):
+    """A fill its deadline cut (here a budget spent at once) answers with what it finished, but the same context
+    asked again computes again: with more time it may finish."""
+    service.settings = dataclasses.replace(SLOW, deadline_ms=0.0)
+    first = asyncio.run(service.complete(_req()))
+    again = asyncio.run(service.complete(_req()))
+    assert first.source == again.source == "computed"
+    assert first.result.deadline_hit and again.result.deadline_hit
+
+
 def test_typing_the_start_of_a_suggestion_serves_the_rest(service):
     shown = asyncio.run(service.complete(_req()))
     assert len(shown.text) >= 2, shown.text
