@@ -354,17 +354,17 @@ class InfillLifecycle:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
-    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
-        """How many leading hole slots a row kept where its loop stopped (its steps or its deadline spent) with
-        slots still open and no end among the kept ones (the end token, or the pad where the runner ends a hole
-        there); None where the answer is finished. The kept slots then end wherever the stop fell, often inside a
-        word (`return n_` for `return n_vowels`): such a line is shown only once its line break is kept."""
+    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> bool:
+        """Whether a row's loop stopped (its steps or its deadline spent) inside its answer: slots still open, and
+        no end (the end token, or the pad where the runner ends a hole there) among the kept slots nor as the first
+        open slot's argmax, the one the answer reads after them (settled_length). The kept slots then end wherever
+        the stop fell, often inside a word (`return n_` for `return n_vowels`): such a line is shown only where a
+        line break is kept or comes next (`'one': 1,` then a line break)."""
         first = first_open(out, row, hole, lead)
         if first is None:
-            return None
+            return False
         ends = {self.eos_id} | ({self.pad_id} if self.runner.ends_at_first_pad else set())
-        kept = out.canvas[row, lead:lead + first].tolist()
-        return None if any(t in ends for t in kept) else first
+        return not any(t in ends for t in out.canvas[row, lead:lead + first + 1].tolist())
 
     def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
         """The text of a row's hole (pads and special tokens dropped, cut at end-of-text, and at the first pad where
@@ -387,17 +387,14 @@ class InfillLifecycle:
         chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
+            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
             unfinished = self.unfinished(out, row, hole, canvas.lead)
-            if unfinished is None:
-                text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
-            else:  # stopped (step budget, deadline) before the answer ended: its complete lines, else nothing
-                text, n = self.hole_ids_text(out.canvas[row], unfinished, canvas.lead)
+            if unfinished:  # stopped (step budget, deadline) inside the answer: its complete lines, else nothing
                 text = complete_lines(text)
             # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch;
             # nor is an unfinished answer that has not written the tail's line yet
-            healed = ("" if text == "" and (healing.constrained(heal) or unfinished is not None)
-                      else healing.unheal(text, heal))
-            if healed is None and unfinished is not None:
+            healed = "" if text == "" and (healing.constrained(heal) or unfinished) else healing.unheal(text, heal)
+            if healed is None and unfinished:
                 healed = ""
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor
                 self.stats["healMismatches"] += 1

@@ -377,9 +377,10 @@ def test_left_to_right_stops_once_the_hole_is_full_and_stable(tiny_mask_model_di
 
 def test_left_to_right_stopped_inside_its_answer_shows_only_finished_lines(tiny_mask_model_dir, ltr_model_dir,
                                                                          monkeypatch):
-    """A left-to-right loop that ends with open slots and no end kept (here its step budget: 3 steps at one slot
-    a step) has not finished its answer: it answers with the complete lines of the slots its steps accepted, here
-    none (3 tokens, no line break), so nothing; `generated_tokens` counts the 3 it wrote. The entropy order
+    """A left-to-right loop that ends with open slots (here its step budget: 3 steps at one slot a step) reads the
+    slots its steps accepted plus the first open one (what the next step would take first; the slots after it,
+    guessed with [MASK]s on their left, are left out). With no end among them it stopped inside its answer, so only
+    the complete lines of those 4 tokens are shown: none here (no line break), so nothing. The entropy order
     answers with its whole argmax canvas, as before."""
     answers = {}
     for name, path in (("entropy", tiny_mask_model_dir), ("left_to_right", ltr_model_dir)):
@@ -393,13 +394,13 @@ def test_left_to_right_stopped_inside_its_answer_shows_only_finished_lines(tiny_
             (canvas, out), = seen.runs
             a, width = canvas.lead, int(canvas.hole_mask[0].sum())
             answers[name] = (res.generated_tokens, width, res.text,
-                             engine.tokenizer.decode(list(range(40 + a, 40 + a + 3))),
-                             out.canvas[0, a:a + 3].tolist() == list(range(40 + a, 40 + a + 3)))
+                             engine.tokenizer.decode(list(range(40 + a, 40 + a + 4))),
+                             out.canvas[0, a:a + 4].tolist() == list(range(40 + a, 40 + a + 4)))
         finally:
             engine.close()
-    kept, width, text, first_three, accepted = answers["left_to_right"]
-    assert width > 4 and kept == 3 and accepted, answers
-    assert "\n" not in first_three and text == "", answers
+    read, width, text, first_four, written = answers["left_to_right"]
+    assert width > 4 and read == 4 and written, answers
+    assert "\n" not in first_four and text == "", answers
     assert answers["entropy"][0] == answers["entropy"][1], answers  # the whole hole
 
 

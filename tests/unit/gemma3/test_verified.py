@@ -189,7 +189,7 @@ def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
     params = DenoiseParams(temperature=0.0, max_steps=6, entropy_bound=1e9, verify_weight=10.0)
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     kept = [a_ids[j] if j % 2 == 0 else b_ids[j] for j in range(min(n, 12))]
-    assert out.steps == 6 and out.generated_tokens == 12  # two kept a step
+    assert out.steps == 6 and out.generated_tokens >= 12  # two kept a step, and the answer reads one more
     (outcome,) = outcomes
     walked = outcome.canvas[0, 1:13].tolist()  # after the lead (the prompt's last token)
     assert walked == kept
@@ -265,20 +265,52 @@ def test_a_walk_cache_gives_the_same_base_predictions_from_the_last_kept_token(e
 
 
 @pytest.mark.parametrize("prefix, budget", [(PREFIX, {"deadline_ms": 0.0}), ("x\n", {"max_steps": 3})])
-def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engine, prefix, budget):
+def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engine, monkeypatch, prefix, budget):
     """A deadline spent at once stops the walk after one step, and a budget of 3 steps after three, inside the
     answer (the end head never ends it). The kept tokens are the base model's greedy ones, but where the stop
-    fell is chance, often inside a word: the answer is their text up to its last line break (here: nothing, then
-    one line), and nothing where they hold none. The walk without a budget writes on past it."""
+    fell is chance, often inside a word: the answer is shown only up to its last line break (here: nothing, then
+    one line). The walk without a budget writes on past it, with the same start."""
+    outcomes = []
+    run = engine.loop.run
+    monkeypatch.setattr(engine.loop, "run", lambda *a, **k: outcomes.append(run(*a, **k)) or outcomes[-1])
     params = dataclasses.replace(DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=1e9, verify_weight=0.0),
                                  **budget)
     cut = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", params=params, heal=False, reuse_prefix=False))
-    assert cut.generated_tokens >= 1 and cut.deadline_hit == ("deadline_ms" in budget)
-    kept = engine.autoregressive(prefix, max_new_tokens=cut.generated_tokens, stop_at_newline=False, heal=False)
-    assert kept.generated_tokens == cut.generated_tokens and not kept.text.endswith("\n")
-    assert cut.text == kept.text[:kept.text.rfind("\n") + 1]
+    assert cut.deadline_hit == ("deadline_ms" in budget)
+    open_slots = outcomes[-1].unsettled[0, 1:].nonzero().flatten().tolist()
+    first = open_slots[0]  # slots after the lead (the prompt's last token)
+    kept = engine.autoregressive(prefix, max_new_tokens=first, stop_at_newline=False, heal=False)
+    assert engine.tokenizer.decode(outcomes[-1].canvas[0, 1:1 + first].tolist()) == kept.text  # the greedy tokens
+    assert not kept.text.endswith("\n")  # the stop fell inside a line
+    assert cut.text.endswith("\n") and kept.text.startswith(cut.text) if "\n" in kept.text else cut.text == ""
     assert (cut.text == "") == ("deadline_ms" in budget)
     whole = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", heal=False, reuse_prefix=False,
                                             params=dataclasses.replace(params, deadline_ms=None, max_steps=16)))
-    assert not whole.deadline_hit and whole.generated_tokens > cut.generated_tokens
-    assert whole.text.startswith(cut.text)
+    assert not whole.deadline_hit and whole.generated_tokens > first
+    assert whole.text.startswith(cut.text) and whole.text.startswith(kept.text)
+
+
+@pytest.mark.parametrize("after, shown", [("\n", " + b\n"), (" c", "")])
+def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, monkeypatch, after, shown):
+    """Oracles that both write ` + b` then `after`: one step keeps ` +` (the draft agreed) and ` b` (the base model's
+    token after it), and a budget of one step stops the walk there. The answer reads one slot more, the decoder's
+    argmax at the first open slot: where that is a line break the line is finished and shown with it, where it is
+    more of the line (` c`) nothing is shown."""
+    runner = engine.loop.runner
+    ids = engine.tokenizer(" + b" + after + " d e f g", add_special_tokens=False)["input_ids"]
+    cols = [runner.column_of(t) for t in ids]
+    assert None not in cols and engine.tokenizer.decode(ids[:2]) == " + b"
+    width = len(runner.output_ids)
+
+    def oracle(shape):
+        logits = torch.zeros(shape)
+        for j in range(1, shape[1]):
+            logits[:, j, cols[min(j - 1, len(cols) - 1)]] = 8.0
+        return logits
+
+    monkeypatch.setattr(runner, "decode", lambda canvas, *a, **k: oracle((canvas.shape[0], canvas.shape[1], width)))
+    monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w, walk=None: oracle((canvas.shape[0], w,
+                                                                                                width)))
+    params = DenoiseParams(temperature=0.0, max_steps=1, entropy_bound=0.0, verify_weight=1.0)
+    out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
+    assert out.steps == 1 and out.text == shown
