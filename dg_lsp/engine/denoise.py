@@ -38,6 +38,9 @@ class DenoiseOutcome:
     # verified, with params.alternatives: per row, {canvas position: (token ids, probabilities)} of the base model's
     # best `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
     base_top: list[dict[int, tuple[list[int], list[float]]]] | None = None
+    # the argmax at the first open slot is from a pass made before the last slots were kept (a verified walk whose
+    # step budget ran out): it says nothing about what follows them (InfillLifecycle.unfinished)
+    stale_guess: bool = False
 
 
 def constrain(raw: torch.Tensor, canvas: InfillCanvas, biases: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -294,7 +297,7 @@ class DenoiseLoop:
             return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
 
         raw, decoder_best, current = draft(params.max_steps)
-        steps, cancelled, deadline_hit = 0, False, False
+        steps, cancelled, deadline_hit, stale = 0, False, False, False
         for remaining in range(params.max_steps, 0, -1):
             cancelled, deadline_hit = _interrupted(cancel, deadline, steps)
             if cancelled or deadline_hit:
@@ -367,13 +370,14 @@ class DenoiseLoop:
                         canvas.block_end, current[r], kept[r], slots[r])):
                     finished[r] = True
             if bool(finished.all()) or remaining == 1:
+                stale = not bool(finished.all())  # no pass drafts again after these keeps
                 break
             if walk is not None:  # the tokens fed up to the last kept one were all kept: their keys and values hold
                 walk.commit(next(p for p in slots[0] if not bool(kept[0, p])) - 1 - walk.length)
             raw, decoder_best, current = draft(remaining - 1)
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)
-        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top)
+        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top, stale)
 
     def _breaks_line(self, row: torch.LongTensor, slots: list[int], p: int, line_breaks: list[bool]) -> bool:
         """Whether a row's hole slots left of `p` (all kept) hold a token with a line break."""

@@ -354,17 +354,19 @@ class InfillLifecycle:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
-    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> bool:
-        """Whether a row's loop stopped (its steps or its deadline spent) inside its answer: slots still open, and
-        no end (the end token, or the pad where the runner ends a hole there) among the kept slots nor as the first
-        open slot's argmax, the one the answer reads after them (settled_length). The kept slots then end wherever
-        the stop fell, often inside a word (`return n_` for `return n_vowels`): such a line is shown only where a
-        line break is kept or comes next (`'one': 1,` then a line break)."""
+    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
+        """Where a row's loop stopped (its steps or its deadline spent) inside its answer, how many of its hole slots
+        the answer may read: the kept ones, and the first open slot's argmax after them (settled_length) unless that
+        is stale (DenoiseOutcome.stale_guess). None where the answer is finished: no slot open, or an end (the end
+        token, or the pad where the runner ends a hole there) among those slots. The kept slots end wherever the
+        stop fell, often inside a word (`return n_` for `return n_vowels`): such a line is shown only where a line
+        break is kept or comes next (`'one': 1,` then a line break)."""
         first = first_open(out, row, hole, lead)
         if first is None:
-            return False
+            return None
+        read = first + (0 if out.stale_guess else 1)
         ends = {self.eos_id} | ({self.pad_id} if self.runner.ends_at_first_pad else set())
-        return not any(t in ends for t in out.canvas[row, lead:lead + first + 1].tolist())
+        return None if any(t in ends for t in out.canvas[row, lead:lead + read].tolist()) else read
 
     def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
         """The text of a row's hole (pads and special tokens dropped, cut at end-of-text, and at the first pad where
@@ -387,8 +389,10 @@ class InfillLifecycle:
         chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
-            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead), canvas.lead)
-            unfinished = self.unfinished(out, row, hole, canvas.lead)
+            read = self.unfinished(out, row, hole, canvas.lead)
+            unfinished = read is not None
+            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead) if read is None
+                                         else read, canvas.lead)
             if unfinished:  # stopped (step budget, deadline) inside the answer: its complete lines, else nothing
                 text = complete_lines(text)
             # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch;

@@ -290,12 +290,16 @@ def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engin
     assert whole.text.startswith(cut.text) and whole.text.startswith(kept.text)
 
 
-@pytest.mark.parametrize("after, shown", [("\n", " + b\n"), (" c", "")])
-def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, monkeypatch, after, shown):
+@pytest.mark.parametrize("after, budget, shown", [("\n", {"deadline_ms": 0.0}, " + b\n"),
+                                                   (" c", {"deadline_ms": 0.0}, ""),
+                                                   ("\n", {"max_steps": 1}, "")])
+def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, monkeypatch, after, budget, shown):
     """Oracles that both write ` + b` then `after`: one step keeps ` +` (the draft agreed) and ` b` (the base model's
-    token after it), and a budget of one step stops the walk there. The answer reads one slot more, the decoder's
-    argmax at the first open slot: where that is a line break the line is finished and shown with it, where it is
-    more of the line (` c`) nothing is shown."""
+    token after it). A deadline spent at once stops the walk at the next step, after the decoder drafted again
+    over what was kept: the answer reads one slot more, that pass's argmax at the first open slot. Where that is a
+    line break the line is finished and shown with it; where it is more of the line (` c`) nothing is shown. A
+    budget of one step stops the walk right after the keeps, before any pass saw them: the argmax there is stale,
+    so nothing is shown though it is a line break."""
     runner = engine.loop.runner
     ids = engine.tokenizer(" + b" + after + " d e f g", add_special_tokens=False)["input_ids"]
     cols = [runner.column_of(t) for t in ids]
@@ -311,6 +315,8 @@ def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, mo
     monkeypatch.setattr(runner, "decode", lambda canvas, *a, **k: oracle((canvas.shape[0], canvas.shape[1], width)))
     monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w, walk=None: oracle((canvas.shape[0], w,
                                                                                                 width)))
-    params = DenoiseParams(temperature=0.0, max_steps=1, entropy_bound=0.0, verify_weight=1.0)
+    params = dataclasses.replace(DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=0.0, verify_weight=1.0),
+                                 **budget)
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     assert out.steps == 1 and out.text == shown
+    assert out.generated_tokens == 2 + ("deadline_ms" in budget)  # the kept tokens, and the fresh guess
