@@ -73,7 +73,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "log p_base + W log p_decoder (0 = the base model's tokens, ended where the decoder ends "
                         "the hole); off = plain diffusion (default: 1.0)")
     p.add_argument("--deadline-ms", type=float, default=None,
-                   help="step budget per completion (serve default: 1000; complete default: none)")
+                   help="time budget per completion (serve default: 5000; complete default: none)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
     p.add_argument("--allow-pickle-weights", action="store_true",
                    help="also load pickled weights (.bin, which can run code); default: safetensors only")
