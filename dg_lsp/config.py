@@ -41,7 +41,7 @@ class Settings:
     prefix_tokens: int = 1024
     suffix_tokens: int = 256
     # time budget of one computation, from its start in the worker (prompt encoding included); None = no deadline.
-    # 5 s: on a 2-core CPU without bfloat16, 93 of 100 HumanEval single-line fills finish within it; 1 s showed 15
+    # 5 s: on a 2-core CPU without bfloat16, 93 of 100 HumanEval single-line fills finish within it; 1 s showed 16
     # (docs/results/deadline.md). A fill it cuts shows the lines it finished, else nothing
     deadline_ms: float | None = 5000.0
     automatic_trigger: bool = True  # answer automatic (as-you-type) requests
