@@ -39,7 +39,7 @@ class DenoiseOutcome:
     # best `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
     base_top: list[dict[int, tuple[list[int], list[float]]]] | None = None
     # the argmax at the first open slot is from a pass made before the last slots were kept (a verified walk whose
-    # step budget ran out): it says nothing about what follows them (InfillLifecycle.unfinished)
+    # step budget ran out): it says nothing about what follows them (InfillLifecycle.answer_slots)
     stale_guess: bool = False
 
 

@@ -58,13 +58,6 @@ class StartedInfill:
     timings: dict  # tokenize, encode (ms)
 
 
-def settled_length(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int:
-    """How much of a row's hole the answer reads: all of it, or, left to right, up to and including the first
-    slot no step accepted (DenoiseLoop.unsettled): later ones were guessed with [MASK]s on their left."""
-    first = first_open(out, row, hole, lead)
-    return hole if first is None else first + 1
-
-
 def first_open(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
     """The first hole slot of a row that no step accepted (DenoiseLoop.unsettled), or None where there is none."""
     if out.unsettled is None:
@@ -354,19 +347,23 @@ class InfillLifecycle:
         st["deadlineHits"] += int(result.deadline_hit)
         st["cancelled"] += int(result.cancelled)
 
-    def unfinished(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
-        """Where a row's loop stopped (its steps or its deadline spent) inside its answer, how many of its hole slots
-        the answer may read: the kept ones, and the first open slot's argmax after them (settled_length) unless that
-        is stale (DenoiseOutcome.stale_guess). None where the answer is finished: no slot open, or an end (the end
-        token, or the pad where the runner ends a hole there) among those slots. The kept slots end wherever the
-        stop fell, often inside a word (`return n_` for `return n_vowels`): such a line is shown only where a line
-        break is kept or comes next (`'one': 1,` then a line break)."""
+    def answer_slots(self, out: DenoiseOutcome, row: int, hole: int, lead: int) -> tuple[int, bool]:
+        """How many of a row's hole slots its answer reads, and whether the answer is unfinished. It reads all of
+        them, or, left to right, up to and including the first slot no step accepted (DenoiseLoop.unsettled): later
+        ones were guessed with [MASK]s on their left. Unfinished: its loop stopped (its steps or its deadline spent)
+        with slots open and no end (the end token, or the pad where the runner ends a hole there) among the slots it
+        reads. Those are then the kept ones and the first open slot's argmax, unless that is stale
+        (DenoiseOutcome.stale_guess): then the kept ones only. The kept slots end wherever the stop fell, often inside
+        a word (`return n_` for `return n_vowels`), so an unfinished answer shows only its complete lines: a line
+        whose break is kept or comes next (`'one': 1,` then a line break)."""
         first = first_open(out, row, hole, lead)
         if first is None:
-            return None
+            return hole, False
         read = first + (0 if out.stale_guess else 1)
         ends = {self.eos_id} | ({self.pad_id} if self.runner.ends_at_first_pad else set())
-        return None if any(t in ends for t in out.canvas[row, lead:lead + read].tolist()) else read
+        if any(t in ends for t in out.canvas[row, lead:lead + read].tolist()):
+            return first + 1, False
+        return read, True
 
     def hole_ids_text(self, row: torch.LongTensor, hole: int, lead: int = 0) -> tuple[str, int]:
         """The text of a row's hole (pads and special tokens dropped, cut at end-of-text, and at the first pad where
@@ -389,10 +386,8 @@ class InfillLifecycle:
         chosen = logp.gather(-1, columns.unsqueeze(-1)).squeeze(-1)  # [B, L]
         candidates, mismatches = [], 0
         for row, hole in enumerate(canvas.hole_lengths):
-            read = self.unfinished(out, row, hole, canvas.lead)
-            unfinished = read is not None
-            text, n = self.hole_ids_text(out.canvas[row], settled_length(out, row, hole, canvas.lead) if read is None
-                                         else read, canvas.lead)
+            read, unfinished = self.answer_slots(out, row, hole, canvas.lead)
+            text, n = self.hole_ids_text(out.canvas[row], read, canvas.lead)
             if unfinished:  # stopped (step budget, deadline) inside the answer: its complete lines, else nothing
                 text = complete_lines(text)
             # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch;
