@@ -35,8 +35,8 @@ def test_same_context_is_served_from_the_cache(service):
 
 
 def test_a_fill_cut_by_its_deadline_is_not_cached(service):
-    """A fill its deadline cut (here a budget spent at once) answers with what it finished, but the same context
-    asked again computes again: with more time it may finish."""
+    """A fill its deadline cut (here a budget spent at once) is answered, but not remembered: the same context asked
+    again computes again, since with more time it may finish."""
     service.settings = dataclasses.replace(SLOW, deadline_ms=0.0)
     first = asyncio.run(service.complete(_req()))
     again = asyncio.run(service.complete(_req()))
