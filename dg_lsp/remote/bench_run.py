@@ -59,11 +59,11 @@ class LocalEngine:
         env = dict(os.environ, **{wire.TOKEN_ENV: self.token}, RAY_USAGE_STATS_ENABLED="0")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-        line = self.proc.stdout.readline()
+        line, before = wire.read_ready(self.proc.stdout)
         self.startup_s = time.monotonic() - t0
-        if "ready at" not in line:
+        if not line:
             self.proc.kill()
-            raise RuntimeError(f"dg-lsp engine serve did not start (run it by hand to see why): {line.strip()!r}")
+            raise RuntimeError(f"dg-lsp engine serve did not start (run it by hand to see why): {''.join(before)!r}")
 
     def close(self) -> None:
         self.proc.send_signal(signal.SIGTERM)

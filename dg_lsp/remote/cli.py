@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 
-from .wire import TOKEN_ENV, token_from_env
+from .wire import READY, TOKEN_ENV, token_from_env
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -139,7 +139,7 @@ def serve(args) -> int:
         except Exception as exc:  # noqa: BLE001
             raise CliError(f"cannot start the engine application: {type(exc).__name__}: {exc}", code=1) from None
         url = f"http://{args.host}:{args.port}"
-        print(f"dg-lsp engine: ready at {url} ({options.replicas} replica{'s' if options.replicas > 1 else ''}, "
+        print(f"dg-lsp engine: {READY} {url} ({options.replicas} replica{'s' if options.replicas > 1 else ''}, "
               f"model {options.model or 'embedded default'}); editors: dg-lsp serve --engine {url}", flush=True)
         while not stop.wait(1.0):
             pass

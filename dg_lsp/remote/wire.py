@@ -189,3 +189,17 @@ def result_from_json(data: dict) -> InfillResult:
     kwargs["candidates"] = [tuple(c) for c in kwargs.get("candidates", [])]
     kwargs["timings_ms"] = dict(kwargs.get("timings_ms", {}))
     return InfillResult(**kwargs)
+
+
+READY = "ready at"  # `dg-lsp engine serve` prints one stdout line with this once its application is ready
+
+
+def read_ready(stdout) -> tuple[str, list[str]]:
+    """Read `dg-lsp engine serve`'s stdout up to its ready line: (that line, or "" at end of file where it exited
+    first; the lines before it). Ray may print its own lines there first (a `(raylet)` warning on a busy machine)."""
+    before = []
+    for line in iter(stdout.readline, ""):
+        if READY in line:
+            return line, before
+        before.append(line)
+    return "", before

@@ -96,11 +96,11 @@ def engine(request):
     proc = subprocess.Popen([sys.executable, "-m", "dg_lsp", "engine", "serve", "--model", model, "--device", "cpu",
                              "--replicas", "2", "--cpus-per-replica", "0.5", "--dtype", "float32", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=log, env=env, text=True)
-    line = proc.stdout.readline()  # one line when the application is ready (or EOF when it failed)
+    line, before = wire.read_ready(proc.stdout)  # its ready line (Ray may print first), or EOF when it failed
     startup = time.monotonic() - t0
-    if "ready at" not in line:
+    if not line:
         proc.kill()
-        pytest.fail(f"dg-lsp engine serve did not start: {line!r}; log {log.name}:\n"
+        pytest.fail(f"dg-lsp engine serve did not start: {''.join(before)!r}; log {log.name}:\n"
                     + open(log.name, errors="replace").read()[-3000:])
     _say(request, f"\n[engine serve] local Ray + Serve app with 2 tiny-model replicas ready in {startup:.1f} s")
     server = EngineServer(f"http://127.0.0.1:{port}", port, token, proc, startup)

@@ -119,3 +119,14 @@ def test_a_cancelled_call_aborts_its_connection():
     finally:
         engine.close()
         server.close()
+
+
+def test_the_ready_line_is_found_after_what_ray_prints_first():
+    import io
+
+    out = io.StringIO("(raylet) Task ServeController.graceful_shutdown failed ...\n"
+                      f"dg-lsp engine: {wire.READY} http://127.0.0.1:8000 (2 replicas)\nlater\n")
+    line, before = wire.read_ready(out)
+    assert line.startswith("dg-lsp engine: ready at http://127.0.0.1:8000") and len(before) == 1
+    assert out.readline() == "later\n"  # nothing after the ready line is read
+    assert wire.read_ready(io.StringIO("(raylet) died\n")) == ("", ["(raylet) died\n"])  # exited first
