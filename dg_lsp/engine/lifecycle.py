@@ -392,7 +392,7 @@ class InfillLifecycle:
                 text = complete_lines(text)
             # a healed space's hole may also end at once (pad or end token first): nothing to insert, not a mismatch;
             # nor is an unfinished answer that has not written the tail's line yet
-            healed = "" if text == "" and (healing.constrained(heal) or unfinished) else healing.unheal(text, heal)
+            healed = "" if text == "" and healing.constrained(heal) else healing.unheal(text, heal)
             if healed is None and unfinished:
                 healed = ""
             if healed is None:  # the model did not write the prefix's own tail: nothing fits the cursor

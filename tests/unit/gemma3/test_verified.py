@@ -44,6 +44,14 @@ def _fill(engine, weight, bound=1e9, suffix="\n", **kw):
                                            reuse_prefix=False, **kw))
 
 
+def _record_outcomes(engine, monkeypatch) -> list:
+    """The DenoiseOutcome of each of the engine's loop runs from here on, in order."""
+    outcomes = []
+    run = engine.loop.run
+    monkeypatch.setattr(engine.loop, "run", lambda *a, **k: outcomes.append(run(*a, **k)) or outcomes[-1])
+    return outcomes
+
+
 def test_weight_zero_keeps_the_base_models_greedy_answer_and_drafts_save_steps(engine):
     drafted = _fill(engine, 0.0)
     assert drafted.generated_tokens > 4  # the end head never ends it: the hole fills
@@ -183,9 +191,7 @@ def test_the_decoder_weighs_in_only_at_a_walks_first_slot(engine, monkeypatch):
                                                                          a_cols))
     monkeypatch.setattr(runner, "verify", lambda canvas, cache, positions, w, walk=None: oracle((canvas.shape[0], w, width),
                                                                                       b_cols))
-    outcomes = []
-    run = engine.loop.run
-    monkeypatch.setattr(engine.loop, "run", lambda *a, **k: outcomes.append(run(*a, **k)) or outcomes[-1])
+    outcomes = _record_outcomes(engine, monkeypatch)
     params = DenoiseParams(temperature=0.0, max_steps=6, entropy_bound=1e9, verify_weight=10.0)
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     kept = [a_ids[j] if j % 2 == 0 else b_ids[j] for j in range(min(n, 12))]
@@ -270,9 +276,7 @@ def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engin
     answer (the end head never ends it). The kept tokens are the base model's greedy ones, but where the stop
     fell is chance, often inside a word: the answer is shown only up to its last line break (here: nothing, then
     one line). The walk without a budget writes on past it, with the same start."""
-    outcomes = []
-    run = engine.loop.run
-    monkeypatch.setattr(engine.loop, "run", lambda *a, **k: outcomes.append(run(*a, **k)) or outcomes[-1])
+    outcomes = _record_outcomes(engine, monkeypatch)
     params = dataclasses.replace(DenoiseParams(temperature=0.0, max_steps=16, entropy_bound=1e9, verify_weight=0.0),
                                  **budget)
     cut = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", params=params, heal=False, reuse_prefix=False))
