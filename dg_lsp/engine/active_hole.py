@@ -2,7 +2,7 @@
 
 A decoder pass costs in proportion to its canvas (lead + hole slots + suffix head; on one CPU core a 41-position
 pass of the adapted Gemma takes about twice a 25-position one), and most answers are one line of about ten tokens
-that a 32-slot hole mostly fills with [MASK]s. So a walk's decoder passes (DenoiseLoop.run_verified) see the
+that a 32-slot hole mostly fills with [MASK]s. So a walk's decoder passes (VerifiedWalk.run) see the
 canvas as it would be with a hole of `start` slots: the lead, the first `start` hole slots and the suffix head
 right after them, at consecutive positions, exactly the layout of a canvas built with that hole (the model was
 trained on holes of 8, 16 and 32 slots, its model card). Once the walk's first open slot comes within `MARGIN`

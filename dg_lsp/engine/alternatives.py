@@ -1,7 +1,7 @@
 """Suffix-scored alternatives: a one-line answer checked against the lines the base model nearly wrote, by what
 each makes of the code after the cursor.
 
-The AR-verified walk (DenoiseLoop.run_verified) writes the base model's line, with the diffusion decoder's say at
+The AR-verified walk (VerifiedWalk.run) writes the base model's line, with the diffusion decoder's say at
 each walk's first slot and over where the hole ends. The decoder sees the suffix but is a weak model; the base model
 is strong but writes from the prefix alone. Where the base model hesitates between tokens (`return '0'` or
 `return '1'`, `n % i` or `i % 2`), the suffix often tells them apart, and the base model itself can read it: the

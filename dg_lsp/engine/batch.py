@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import sampler
-from .denoise import DenoiseOutcome, constrain
+from .outcome import DenoiseOutcome, constrain
 from .lifecycle import InfillLifecycle, StartedInfill, ms
 from .types import DenoiseParams, InfillRequest
 from .worker import BatchContext, Job

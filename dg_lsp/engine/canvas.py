@@ -45,7 +45,7 @@ class InfillCanvas:
     block_end: BlockEnd | None = None
     # [V] logit columns whose token holds a line break, set where the cursor ends a line of code
     # (InfillRequest.rest_of_line): an AR-verified walk ends such a line where the base model does, not where the
-    # decoder puts the pad (DenoiseLoop.run_verified); None: the decoder ends the hole
+    # decoder puts the pad (VerifiedWalk.run); None: the decoder ends the hole
     line_breaks: torch.BoolTensor | None = None
     # [V] logit columns whose token holds a line break, for an AR-verified walk's narrowed decoder passes
     # (engine/active_hole.py: a pad inside a line widens the hole); None: none known

@@ -19,7 +19,8 @@ from . import healing
 from .alternatives import Alternatives
 from .block_end import BlockEnd
 from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
-from .denoise import DenoiseLoop, DenoiseOutcome
+from .denoise import DenoiseLoop
+from .outcome import DenoiseOutcome
 from .prefix_cache import PrefixCache
 from .runner import ModelRunner
 from .spec import InfillSpec

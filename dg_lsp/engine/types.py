@@ -25,7 +25,7 @@ class DenoiseParams:
     # draw tokens and compute entropies exactly as transformers' generate() does (its random numbers, slower on
     # CPU); the default samples the same distributions by CDF inversion
     reference_sampling: bool = False
-    # AR-verified decoding (DenoiseLoop.run_verified; a runner that `verifies`, left-to-right models): each step
+    # AR-verified decoding (VerifiedWalk.run; a runner that `verifies`, left-to-right models): each step
     # also runs the base model causally over the canvas, and a hole slot is kept only where its left is kept and
     # it is the argmax of log p_base + verify_weight * log p_decoder. None: off (the plain left-to-right loop)
     verify_weight: float | None = None

@@ -1,4 +1,4 @@
-"""`verifyWeight` over the real protocol (AR-verified decoding, DenoiseLoop.run_verified), on a tiny adapted Gemma 3
+"""`verifyWeight` over the real protocol (AR-verified decoding, VerifiedWalk.run), on a tiny adapted Gemma 3
 whose decoder never ends the hole and whose base model is its only voice (B = 0, the canvas gate closed): at weight
 0 the suggestion is the base model's own greedy continuation, computed here independently by the engine's
 autoregressive path; with the setting off (null) the server answers by plain diffusion, which on this random model

@@ -56,7 +56,7 @@ class Options:
     # model's next-token distribution is the right answer, so the decoder keeps the pretrained AR skill
     ar_distill: float = 0.0
     # weight of the cross-entropy of AR-verified decoding's own score, log p_base + poe_weight * log p_decoder
-    # (engine/denoise.py run_verified; the pad left out, as there), on the first masked slot of the canvases masked
+    # (engine/verified.py VerifiedWalk.run; the pad left out, as there), on the first masked slot of the canvases masked
     # left to right (a walk's first slot, the one place where the engine lets the decoder's weight count), unless
     # it is the hole's end: the decoder learns what to add to the base model's prediction there. 0: off
     poe: float = 0.0

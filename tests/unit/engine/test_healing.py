@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dg_lsp.engine import DenoiseParams, healing
-from dg_lsp.engine.denoise import DenoiseOutcome
+from dg_lsp.engine.outcome import DenoiseOutcome
 from dg_lsp.engine.engine import Engine
 from dg_lsp.engine.types import InfillRequest
 

@@ -1,4 +1,4 @@
-"""AR-verified decoding (DenoiseLoop.run_verified) on a tiny adapted Gemma 3: the decoder drafts, the base model
+"""AR-verified decoding (VerifiedWalk.run) on a tiny adapted Gemma 3: the decoder drafts, the base model
 keeps. With weight 0 the kept answer is the base model's greedy continuation, token for token, however the drafts
 went; a draft that agrees with it lets a step keep several tokens; where the decoder ends the hole, the answer
 ends."""
