@@ -137,6 +137,13 @@ class Gemma3Runner(ModelRunner):
         """Logits [B, L, V'] (float32, over `output_ids`) for the canvas [B, L]; no self-conditioning. `pinned`
         [B, L]: the canvas's pinned positions, for the adapter's suffix gate (without it the suffix head takes the
         canvas gate)."""
+        return self.decode_with_hidden(canvas, cache, position_ids, mask, pinned)[0]
+
+    @torch.inference_mode()
+    def decode_with_hidden(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, mask,
+                           pinned: torch.BoolTensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """decode()'s logits and the pass's final-norm hidden states [B, L, H] (row j, whose logits are position
+        j + 1's; bench/diagnostics/drafts.py reads them)."""
         b, length = canvas.shape
         canvas = canvas.to(self.device)
         if mask is None:
@@ -159,9 +166,9 @@ class Gemma3Runner(ModelRunner):
             forced = torch.full((logits.shape[-1],), BANNED, device=self.device)
             forced[self.pad_column] = 0.0
             logits = torch.where(after.unsqueeze(-1), forced, logits)
-        return logits
+        return logits, hidden
 
-    verifies = True  # verify(): the base model's causal logits over a canvas (DenoiseLoop's AR-verified decoding)
+    verifies = True  # verify(): the base model's causal logits over a canvas (VerifiedWalk)
 
     def walk_cache(self, cache) -> C.WalkCache:
         """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""

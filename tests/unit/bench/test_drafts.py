@@ -1,0 +1,73 @@
+"""The drafts diagnostic (bench/diagnostics/drafts.py) on a tiny adapted Gemma 3 whose decoder is the base model,
+causal over the canvas (B = 0, the canvas gate closed): its draft at the first open slot must be the base model's
+greedy token there, the ceiling with one candidate must agree everywhere, and the chain head must start as the
+decoder's own prediction. Each is a check of the diagnostic's row and position bookkeeping."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dg_lsp.bench.diagnostics import drafts
+from dg_lsp.bench.quality.tasks import Task
+from dg_lsp.engine.gemma3.tiny import build_tiny
+
+TASKS = [Task("HumanEval/0/L1", "single-line", "python", "def add(a, b):\n", "    return a + b\n", "\n\nx = 1\n"),
+         Task("HumanEval/1/L1", "single-line", "python", "def mul(a, b):\n    c = a\n", "    return c * b\n", "\n"),
+         Task("HumanEval/2/L1", "single-line", "python", "class A:\n    def f(self):\n", "        return 1\n", "\n")]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    from dg_lsp.engine import Engine
+
+    model = build_tiny(tmp_path_factory.mktemp("tiny-drafts"), delta_scale=0.0, future_gate=-1e4)
+    e = Engine.load(str(model), device="cpu", dtype="float32")
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def rec(engine):
+    return drafts.collect(engine, TASKS, ceiling_n=len(TASKS), k=1)
+
+
+def test_a_causal_decoder_drafts_the_first_open_slot_as_the_base_models_greedy_line(rec):
+    figures = drafts.agreement(rec)
+    assert figures["decoder_f"]["n"] == len(rec["d0"]) > 3
+    assert figures["decoder_f"]["pct"] == 100.0
+    assert len(rec["h_prev"]) == len(rec["h_mask"]) == len(rec["g1"]) == len(rec["family"])
+
+
+def test_the_saved_hidden_states_are_the_rows_that_drafted_f_and_f_plus_one(engine, rec):
+    # no end head here, so the decoder's logits at a position are exactly its row's hidden state times the head
+    head = engine.runner._head.float()
+    for i in range(len(rec["d0"])):
+        assert int((rec["h_prev"][i] @ head.t()).argmax()) == rec["d0"][i]
+        assert int((rec["h_mask"][i] @ head.t()).argmax()) == rec["d1"][i]
+
+
+def test_the_ceiling_with_one_candidate_is_the_greedy_line_itself(rec):
+    # the base model's best token at f is the greedy one, so the mixture is p(. | g[:f + 1]), whose argmax is g[f + 1]
+    assert drafts.agreement(rec)["ceiling_f+1"]["pct"] == 100.0
+
+
+def test_the_mixture_is_a_distribution(engine):
+    from dg_lsp.engine.types import DenoiseParams, InfillRequest
+
+    started = engine.lifecycle.start(InfillRequest(prefix=TASKS[0].prefix, suffix=TASKS[0].suffix, reuse_prefix=False,
+                                                   params=DenoiseParams(verify_weight=1.0)))
+    lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+    with torch.inference_mode():
+        mix = drafts.mixture_next(engine.runner, started.cache, len(started.prompt), lead, k=5)
+    assert mix.shape[-1] == engine.runner.head_logits(torch.zeros(1, engine.runner.text_config.hidden_size)).shape[-1]
+    assert abs(float(mix.sum()) - 1.0) < 1e-4 and float(mix.min()) >= 0.0
+
+
+def test_the_chain_head_starts_as_the_decoders_own_prediction_and_splits_by_family(engine, rec):
+    untrained = drafts.fit_chain(engine, rec, epochs=0)
+    held = sum(1 for i, g in enumerate(rec["g1"]) if g >= 0 and rec["family"][i] % 3 == 0)
+    assert untrained["eval_rows"] == held > 0 and untrained["train_rows"] > 0
+    assert untrained["chain_f+1"] == untrained["decoder_f+1"]
+    trained = drafts.fit_chain(engine, rec, epochs=3)
+    assert 0.0 <= trained["chain_f+1"] <= 100.0
