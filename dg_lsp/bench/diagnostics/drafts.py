@@ -1,7 +1,7 @@
 """How many tokens could an AR-verified walk keep per step? The decoder's drafts against what a drafter could reach.
 
     python -m dg_lsp.bench.diagnostics.drafts [--model DIR] [--split single-line] [--n 300] [--seed 0]
-        [--ceiling-n 40] [--candidates 8] [--fit-chain] [--json OUT]
+        [--ceiling-n 40] [--candidates 8] [--fit-chain] [--json OUT] [--corpus train] [--save-rows OUT.pt]
 
 A diagnostic for issues 13 and 15, not a benchmark of the product. A verified walk (engine/verified.py) keeps, each
 step, its first open slot f and then every slot whose draft the base model agrees with, plus one more; the decoder
@@ -20,6 +20,10 @@ prompt (what a walk with weight 0 keeps), this measures:
   token at f), trained on the greedy token at f (the decoder's own draft at f in evaluation), split by task
   family (HumanEval problem, so no problem's lines are on both sides). How far the decoder's hidden states already
   hold the f + 1 token once told the token at f.
+
+`--corpus train` draws `--n` single-line holes from the adapter's training corpus (train/gemma/data.py `collect`,
+never the held-out packages) instead of HumanEval, and `--save-rows` keeps every row (hidden states in float16) for
+fitting a chain head elsewhere: training data for one, made with forward passes only.
 """
 
 from __future__ import annotations
@@ -217,6 +221,23 @@ def fit_chain(engine, rec: dict, hidden: int = 128, epochs: int = 20, seed: int 
             "decoder_f+1_where_f_right": pct((d1[test] == g1[test])[right_f])}
 
 
+def corpus_tasks(n: int, seed: int) -> list:
+    """`n` single-line holes mined from the training corpus's files (the bench's miner, Python)."""
+    from dg_lsp.bench.quality import files as F
+    from dg_lsp.bench.quality.mining import mine
+    from dg_lsp.train.gemma import data
+
+    sources = [F.SourceFile(f.path, "python", f.text) for f in data.collect("train")]
+    return mine(sources, {"single-line": n}, seed)[:n]
+
+
+def save_rows(rec: dict, path: str) -> None:
+    """Every row of `collect`'s record: hidden states as float16 [N, H], the rest as int64 [N]."""
+    out = {k: torch.stack(v).half() if k.startswith("h_") and v else torch.tensor(v) for k, v in rec.items()
+           if k != "ceiling"}
+    torch.save(out, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.drafts", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=None, help="model directory (default: the embedded adapted Gemma)")
@@ -228,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-chain", action="store_true", help="also fit and score the draft-chain head")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--json", default=None, help="write the figures here")
+    ap.add_argument("--corpus", default=None, choices=["train"], help="holes from the training corpus, not HumanEval")
+    ap.add_argument("--save-rows", default=None, help="save every row (torch.save) here")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     from dg_lsp.bench.quality.tasks import load_humaneval, subsample
@@ -237,8 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(engine.runner, "verifies", False) or engine.loop.mask_id is None:
         print("drafts: this model has no base model to verify with (an adapted Gemma has)", file=sys.stderr)
         return 2
-    tasks = subsample(load_humaneval(args.split), args.n, args.seed)
+    if args.corpus:
+        tasks = corpus_tasks(args.n, args.seed)
+    else:
+        tasks = subsample(load_humaneval(args.split), args.n, args.seed)
     rec = collect(engine, tasks, args.ceiling_n, args.candidates, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.save_rows:
+        save_rows(rec, args.save_rows)
     figures = {"tasks": len(tasks), "candidates": args.candidates, "ceiling_tasks": min(args.ceiling_n, len(tasks)),
                **agreement(rec)}
     if args.fit_chain:

@@ -71,3 +71,13 @@ def test_the_chain_head_starts_as_the_decoders_own_prediction_and_splits_by_fami
     assert untrained["chain_f+1"] == untrained["decoder_f+1"]
     trained = drafts.fit_chain(engine, rec, epochs=3)
     assert 0.0 <= trained["chain_f+1"] <= 100.0
+
+
+def test_saved_rows_keep_every_row(rec, tmp_path):
+    path = tmp_path / "rows.pt"
+    drafts.save_rows(rec, str(path))
+    saved = torch.load(path)
+    n = len(rec["d0"])
+    assert saved["h_mask"].shape == (n, rec["h_mask"][0].shape[-1]) and saved["h_mask"].dtype == torch.float16
+    assert saved["g1"].tolist() == rec["g1"] and saved["family"].tolist() == rec["family"]
+    assert "ceiling" not in saved
