@@ -125,6 +125,10 @@ def collect(engine, tasks, ceiling_n: int, k: int, log=None) -> dict:
         started = lc.start(request)
         texts = lc.column_texts()  # after the prompt's missing tokens joined the columns
         canvas, cache, start = started.canvas, started.cache, len(started.prompt)
+        if canvas.lead < 1:  # a hole at the file's start: no token before the hole for the first slot's row
+            if log:
+                log(f"{i + 1}/{len(tasks)} {task.task_id}: skipped, nothing before the hole")
+            continue
         lead = canvas.canvas_ids[0, :canvas.lead].tolist()
         line = greedy_line(runner, texts, cache, start, lead)
         cols = runner.columns_of(torch.tensor(line, dtype=torch.long)).tolist()

@@ -52,6 +52,13 @@ def test_the_ceiling_with_one_candidate_is_the_greedy_line_itself(rec):
     assert drafts.agreement(rec)["ceiling_f+1"]["pct"] == 100.0
 
 
+def test_a_hole_at_the_files_start_is_skipped(engine):
+    first = Task("HumanEval/3/L0", "single-line", "python", "", "x = 1\n", "y = 2\n")
+    logged = []
+    rec = drafts.collect(engine, [first, TASKS[0]], ceiling_n=0, k=1, log=logged.append)
+    assert "skipped" in logged[0] and len(rec["d0"]) > 0 and set(rec["family"]) == {0}
+
+
 def test_the_mixture_is_a_distribution(engine):
     from dg_lsp.engine.types import DenoiseParams, InfillRequest
 
