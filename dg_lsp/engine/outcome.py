@@ -28,7 +28,7 @@ class DenoiseOutcome:
     # [B, L] hole slots no step accepted when the loop ended (left to right only; else None)
     unsettled: torch.BoolTensor | None = None
     # verified, with params.alternatives: per row, {canvas position: (token ids, probabilities)} of the base model's
-    # best `BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
+    # best `verified.BASE_TOP` tokens at each kept slot, from the pass that kept it (its left context exact); else None
     base_top: list[dict[int, tuple[list[int], list[float]]]] | None = None
     # the argmax at the first open slot is from a pass made before the last slots were kept (a verified walk whose
     # step budget ran out): it says nothing about what follows them (InfillLifecycle.answer_slots)
