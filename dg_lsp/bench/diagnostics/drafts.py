@@ -22,8 +22,9 @@ prompt (what a walk with weight 0 keeps), this measures:
   hold the f + 1 token once told the token at f.
 
 `--corpus train` draws `--n` single-line holes from the adapter's training corpus (train/gemma/data.py `collect`,
-never the held-out packages) instead of HumanEval, and `--save-rows` keeps every row (hidden states in float16) for
-fitting a chain head elsewhere: training data for one, made with forward passes only.
+never the held-out packages) instead of HumanEval, and `--save-rows` keeps every row (hidden states in float16,
+tokens as ids: the output columns a prompt adds differ between processes) for fitting a chain head elsewhere:
+training data for one, made with forward passes only.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def mixture_next(runner, cache, start: int, context: list[int], k: int) -> torch
 
 def decoder_rows(runner, canvas, cache, line: list[int], mask_id: int) -> dict[str, list]:
     """One decoder pass per slot f of `line` with a next slot, over the canvas with line[:f] kept and [MASK]s from f
-    (all in one batch): the decoder's argmax columns at f, f + 1, f + 2 (-1 past the hole), and its hidden states at
-    the rows that predict f (h_prev) and f + 1 (h_mask, the [MASK] at f)."""
+    (all in one batch): the decoder's argmax token ids at f, f + 1, f + 2 (-1 past the hole), and its hidden states
+    at the rows that predict f (h_prev) and f + 1 (h_mask, the [MASK] at f)."""
     lead = canvas.lead
     hole = int((~canvas.pinned[0]).sum())
     n = min(len(line), hole) - 1
@@ -93,7 +94,7 @@ def decoder_rows(runner, canvas, cache, line: list[int], mask_id: int) -> dict[s
     ids = torch.stack(rows)
     mask = runner.decoder_mask(cache, canvas.valid.expand(n, -1))
     logits, hidden = runner.decode_with_hidden(ids, cache, canvas.position_ids(), mask, canvas.pinned.expand(n, -1))
-    best = logits.argmax(-1)  # [n, W] position j's argmax (row j - 1's)
+    best = runner.ids_of(logits.argmax(-1))  # [n, W] position j's argmax token (row j - 1's)
     for f in range(n):
         p = lead + f
         for j, key in enumerate(("d0", "d1", "d2")):
@@ -131,18 +132,17 @@ def collect(engine, tasks, ceiling_n: int, k: int, log=None) -> dict:
             continue
         lead = canvas.canvas_ids[0, :canvas.lead].tolist()
         line = greedy_line(runner, texts, cache, start, lead)
-        cols = runner.columns_of(torch.tensor(line, dtype=torch.long)).tolist()
         rows = decoder_rows(runner, canvas, cache, line, mask_id)
         for f in range(len(rows["d0"])):
             for key in ("d0", "d1", "d2", "h_prev", "h_mask"):
                 rec[key].append(rows[key][f])
             for j in range(3):
-                rec[f"g{j}"].append(cols[f + j] if f + j < len(cols) else -1)
+                rec[f"g{j}"].append(line[f + j] if f + j < len(line) else -1)
             rec["family"].append(family(task.task_id))
         if i < ceiling_n:
             for f in range(len(line) - 1):
                 mix = mixture_next(runner, cache, start, lead + line[:f], k)
-                rec["ceiling"].append(int(mix.argmax()) == cols[f + 1])
+                rec["ceiling"].append(int(runner.ids_of(mix.argmax().view(1))[0]) == line[f + 1])
         if log:
             log(f"{i + 1}/{len(tasks)} {task.task_id}: {len(line)} tokens")
     return rec
@@ -179,14 +179,15 @@ def fit_chain(engine, rec: dict, hidden: int = 128, epochs: int = 20, seed: int 
     # clones: the passes ran in inference mode, whose tensors autograd cannot save
     h_prev = torch.stack([rec["h_prev"][i] for i in keep]).clone()
     h_mask = torch.stack([rec["h_mask"][i] for i in keep]).clone()
-    g0, g1, d0, d1 = (torch.tensor([rec[k][i] for i in keep]) for k in ("g0", "g1", "d0", "d1"))
+    g0, g1, d0, d1 = (torch.tensor([rec[k][i] for i in keep]) for k in ("g0", "g1", "d0", "d1"))  # token ids
+    target = runner.columns_of(g1)  # the head's columns (a greedy token is always one of them)
     held = torch.tensor([rec["family"][i] % 3 == 0 for i in keep])
     head = runner._head.detach().float().clone()  # [V', H]: the restricted output head the decoder's logits use
     table = text_model(runner.model).embed_tokens
 
-    def features(cols):
+    def features(ids):
         with torch.no_grad():
-            e = table(runner.ids_of(cols)).float().clone()
+            e = table(ids).float().clone()
         e = e / e.pow(2).mean(-1, keepdim=True).add(1e-6).sqrt()
         return torch.cat([h_prev, h_mask, e], -1)
 
@@ -209,12 +210,12 @@ def fit_chain(engine, rec: dict, hidden: int = 128, epochs: int = 20, seed: int 
             order = train[torch.randperm(len(train))]
             for s in range(0, len(order), 64):
                 idx = order[s:s + 64]
-                loss = nn.functional.cross_entropy(logits(x_train, idx), g1[idx])
+                loss = nn.functional.cross_entropy(logits(x_train, idx), target[idx])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
     with torch.no_grad():
-        pred = logits(x_eval, test).argmax(-1)
+        pred = runner.ids_of(logits(x_eval, test).argmax(-1))
     right_f = d0[test] == g0[test]
 
     def pct(mask):

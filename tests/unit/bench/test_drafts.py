@@ -41,10 +41,11 @@ def test_a_causal_decoder_drafts_the_first_open_slot_as_the_base_models_greedy_l
 
 def test_the_saved_hidden_states_are_the_rows_that_drafted_f_and_f_plus_one(engine, rec):
     # no end head here, so the decoder's logits at a position are exactly its row's hidden state times the head
-    head = engine.runner._head.float()
+    runner = engine.runner
+    head = runner._head.float()
     for i in range(len(rec["d0"])):
-        assert int((rec["h_prev"][i] @ head.t()).argmax()) == rec["d0"][i]
-        assert int((rec["h_mask"][i] @ head.t()).argmax()) == rec["d1"][i]
+        assert int(runner.ids_of((rec["h_prev"][i] @ head.t()).argmax().view(1))[0]) == rec["d0"][i]
+        assert int(runner.ids_of((rec["h_mask"][i] @ head.t()).argmax().view(1))[0]) == rec["d1"][i]
 
 
 def test_the_ceiling_with_one_candidate_is_the_greedy_line_itself(rec):
