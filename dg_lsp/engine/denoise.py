@@ -127,8 +127,8 @@ class DenoiseLoop:
         return token_biases(self.runner, canvas)
 
     def verifies(self, params: DenoiseParams) -> bool:
-        """Whether `run` takes the AR-verified walk (engine/verified.py) for these params: a weight is set, the runner has
-        a base model to check with (runner.verifies), and the noise is the [MASK] (open slots are told by it)."""
+        """Whether `run` takes the AR-verified walk (engine/verified.py) for these params: a weight is set, the runner
+        has a base model to check with (runner.verifies), and the noise is the [MASK] (open slots are told by it)."""
         return (params.verify_weight is not None and getattr(self.runner, "verifies", False)
                 and self.noise_kind == "mask" and self.mask_id is not None)
 
