@@ -41,15 +41,22 @@ LINE_TOKENS = 14  # a greedy line stops at its line break or here (the hole has 
 HOLE_SLOTS = 16
 
 
+def last_logits(runner, cache, start: int, rows: list[list[int]]) -> torch.Tensor:
+    """The base model's logits [B, V'] after each row (all of one length) of tokens fed after the prompt's cache."""
+    from dg_lsp.engine.gemma3.cache_view import ReadOnlyCache
+
+    ids = torch.tensor(rows, dtype=torch.long)
+    pos = torch.arange(start, start + ids.shape[1]).unsqueeze(0).expand(len(rows), -1)
+    return runner.head_logits(runner.base_hidden(ids, ReadOnlyCache.of(cache, batch=len(rows)), pos))[:, -1]
+
+
 def greedy_line(runner, texts, cache, start: int, lead: list[int], limit: int = LINE_TOKENS) -> list[int]:
     """The base model's greedy tokens after the prompt (cache) and the canvas `lead`: up to the first line break
     after some text, an end or special token, or `limit` tokens."""
     out: list[int] = []
     written = ""
     for _ in range(limit):
-        ids = torch.tensor([lead + out], dtype=torch.long)
-        pos = torch.arange(start, start + ids.shape[1]).unsqueeze(0)
-        col = int(runner.head_logits(runner.base_hidden(ids, cache, pos))[0, -1].argmax())
+        col = int(last_logits(runner, cache, start, [lead + out])[0].argmax())
         out.append(int(runner.ids_of(torch.tensor([col]))[0]))
         if texts[col] is None or ("\n" in texts[col] and written.strip()):
             break
@@ -61,17 +68,10 @@ def mixture_next(runner, cache, start: int, context: list[int], k: int) -> torch
     """sum_c p(c | context) p(. | context, c) over the base model's `k` most likely next tokens c, renormalised over
     them: the best prediction of the token two to the right of `context` for a model that knows what the base model
     knows but not the token between. [V'] over the output columns."""
-    from dg_lsp.engine.gemma3.cache_view import ReadOnlyCache
-
-    ids = torch.tensor([context], dtype=torch.long)
-    pos = torch.arange(start, start + len(context)).unsqueeze(0)
-    p_first = torch.softmax(runner.head_logits(runner.base_hidden(ids, cache, pos))[0, -1], -1)
+    p_first = torch.softmax(last_logits(runner, cache, start, [context])[0], -1)
     top_p, top_cols = p_first.topk(min(k, p_first.shape[-1]))
     cands = runner.ids_of(top_cols).tolist()
-    rows = torch.tensor([context + [c] for c in cands], dtype=torch.long)
-    pos = torch.arange(start, start + len(context) + 1).unsqueeze(0).expand(len(cands), -1)
-    hidden = runner.base_hidden(rows, ReadOnlyCache.of(cache, batch=len(cands)), pos)
-    p_next = torch.softmax(runner.head_logits(hidden)[:, -1], -1)
+    p_next = torch.softmax(last_logits(runner, cache, start, [context + [c] for c in cands]), -1)
     return (top_p.unsqueeze(-1) * p_next).sum(0) / top_p.sum()
 
 
