@@ -207,8 +207,11 @@ class VerifiedWalk:
         """The draft-chain head (engine/gemma3/chain.py) redrafts, in place in `raw` [B, L, V], the slots right of
         each row's first open slot f: f + 1 from the decoder's rows that drafted f and f + 1 (`hidden` [B, L, H], row
         j drafting position j + 1) and f's argmax in `raw`, then (head depth 2 and more) f + 2 from the head's own
-        f + 1 state, and so on, while the next slot is open and the slot before does not end the hole (the pad). The
-        head's change adds to the decoder's logits there, which hold the canvas's token biases already."""
+        f + 1 state, and so on, while the next slot is open and neither it nor the slot before holds the pad as the
+        decoder's argmax. The head's change adds to the decoder's logits there, which hold the canvas's token biases
+        already. Where the hole ends stays the decoder's call: the head, trained on slots inside a line, never
+        replaces the decoder's pad, whose argmax right of f ends the step's walk so that a later step's first slot
+        decides the end (VerifiedWalk.run)."""
         runner = self.runner
         depth = runner.chain.depth
         for r in range(raw.shape[0]):
@@ -221,7 +224,7 @@ class VerifiedWalk:
                 if f + 1 >= raw.shape[1] or not bool(open_[r, f + 1]):
                     break
                 col = raw[r, f].argmax()
-                if int(col) == runner.pad_column:
+                if int(col) == runner.pad_column or int(raw[r, f + 1].argmax()) == runner.pad_column:
                     break
                 delta, h_prev = runner.chain_delta(h_prev, hidden[r, f:f + 1], runner.ids_of(col.view(1)))
                 f += 1

@@ -140,11 +140,13 @@ def test_the_walk_redrafts_the_slot_after_the_first_open_one(adapted):
         open_ = torch.zeros(1, length, dtype=torch.bool)
         open_[0, 4:8] = True  # f = 4
 
-        def run(depth, first_col=3):
+        def run(depth, first_col=3, pad_at=None):
             runner.chain = _boosting(64, runner._head[target], depth)
             runner._chain_cols = None
             raw = torch.randn(1, length, vocab)
             raw[0, 4, first_col] = 50.0  # f's draft
+            if pad_at is not None:
+                raw[0, pad_at, runner.pad_column] = 50.0  # the decoder ends the hole there
             before = raw.clone()
             walk._chain(raw, hidden, open_)
             return before, raw
@@ -158,6 +160,12 @@ def test_the_walk_redrafts_the_slot_after_the_first_open_one(adapted):
         # f's draft ends the hole: nothing after it is redrafted
         before, raw = run(2, first_col=runner.pad_column)
         assert torch.equal(raw, before)
+        # the decoder ends the hole at f + 1 (or f + 2): the head leaves that end, and what follows, alone
+        before, raw = run(2, pad_at=5)
+        assert torch.equal(raw, before)
+        before, raw = run(2, pad_at=6)
+        assert (raw != before).any(-1)[0].tolist() == [i == 5 for i in range(length)]
+        assert int(raw[0, 6].argmax()) == runner.pad_column
         # the slot after f is not open (kept, pinned or outside a narrowed view): nothing
         open_[0, 5:] = False
         before, raw = run(2)
