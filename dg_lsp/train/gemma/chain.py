@@ -107,8 +107,35 @@ def evaluate(runner, head: ChainHead, rows: dict) -> dict:
             "chain_f+1_where_f_right": round(agreement(runner, head, rows, right_f, rows["d0"]), 1)}
 
 
-def ship(model_dir: Path, out: Path, head: ChainHead) -> None:
-    """`out` := `model_dir` plus the head (chain.safetensors, dg_lsp.json's "chain")."""
+CARD_SECTION = "## Draft-chain head"
+
+
+def card_section(figures: dict, sources: list[str]) -> str:
+    """The model card's section on the head: what it is, how it was trained, what it measured."""
+    ev = figures.get("eval")
+    lines = [CARD_SECTION, "",
+             f"`chain.safetensors` (engine/gemma3/chain.py): an MLP of {figures['hidden']} hidden units on the "
+             "decoder's hidden states at the rows that draft a walk's first open slot f and f + 1 and the embedding of f's "
+             "draft; the walk adds its change to the decoder's logits at f + 1"
+             + (f" and, applied again, up to f + {figures['depth']}" if figures["depth"] > 1 else "") + ". "
+             "It only drafts: the base model still keeps every token. Trained with the adapter frozen, "
+             "`python -m dg_lsp.train.gemma.chain`, on "
+             f"{figures['rows_fitted']:,} positions of the base model's greedy lines on holes mined from the training "
+             f"corpus above ({', '.join(Path(p).name for p in sources)}); epoch {figures['epoch']} kept, by "
+             f"{figures['rows_held_back']:,} held-back positions. There, f + 1 is the base model's greedy token "
+             f"{figures['chain_f+1_held_back']}% of the time against {figures['decoder_f+1_held_back']}% for the "
+             "decoder's own draft."]
+    if ev:
+        lines[-1] += (f" On HumanEval single-line rows (never trained or chosen on): {ev['chain_f+1']}% against "
+                      f"{ev['decoder_f+1']}%, and {ev['chain_f+1_where_f_right']}% against "
+                      f"{ev['decoder_f+1_where_f_right']}% where the decoder's f was right.")
+    lines.append("A head belongs to the adapter whose hidden states it read: a new adapter needs a new head.")
+    return "\n".join(lines) + "\n"
+
+
+def ship(model_dir: Path, out: Path, head: ChainHead, card: str | None = None) -> None:
+    """`out` := `model_dir` plus the head (chain.safetensors, dg_lsp.json's "chain") and, given `card`, that section in
+    its MODEL.md (replacing an earlier one)."""
     if out.resolve() != model_dir.resolve():
         if out.exists():
             raise SystemExit(f"{out} exists; give a new directory or the model directory itself")
@@ -116,6 +143,14 @@ def ship(model_dir: Path, out: Path, head: ChainHead) -> None:
     meta = json.loads((out / SPEC_FILE).read_text(encoding="utf-8"))
     meta["chain"] = head.save(out)
     (out / SPEC_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    readme = out / "MODEL.md"
+    if card is not None and readme.is_file():
+        text = readme.read_text(encoding="utf-8")
+        if CARD_SECTION in text:  # the earlier section runs to the next section or the end
+            start = text.index(CARD_SECTION)
+            end = text.find("\n## ", start + len(CARD_SECTION))
+            text = text[:start] + (text[end + 1:] if end >= 0 else "")
+        readme.write_text(text.rstrip("\n") + "\n\n" + card, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                               log=lambda m: print(m, file=sys.stderr, flush=True))
         if args.eval:
             figures["eval"] = evaluate(runner, head, load_rows([args.eval], runner))
-        ship(model_dir, Path(args.out), head)
+        ship(model_dir, Path(args.out), head, card_section(figures, args.rows))
     finally:
         engine.close()
     print(json.dumps(figures, indent=1))

@@ -209,7 +209,16 @@ def test_the_trainer_learns_f_plus_one_from_f_and_ships_the_head(adapted):
         # f + 1's token is f's (a function of f's token alone): learnable from its embedding, not by chance
         assert figures["chain_f+1_held_back"] > 60.0 > figures["decoder_f+1_held_back"] + 40.0
         assert figures["epoch"] >= 1
-        out = _with_head(adapted, "trained", head)
+        out = adapted.parent / "trained"
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.copytree(adapted, out)
+        (out / "MODEL.md").write_text("# tiny\n\n## Training data\nnone\n")
+        for _ in range(2):  # shipped again: the card's section is replaced, not repeated
+            T.ship(out, out, head, T.card_section(figures, [str(path)]))
+        card = (out / "MODEL.md").read_text()
+        assert card.count(T.CARD_SECTION) == 1 and card.startswith("# tiny\n\n## Training data\nnone\n")
+        assert f"{figures['chain_f+1_held_back']}% of the time" in card and "rows.pt" in card
     finally:
         engine.close()
     reloaded = _load(out)
