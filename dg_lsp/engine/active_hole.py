@@ -76,26 +76,16 @@ class ActiveHole:
         self.slots = self.hole
         return True
 
-    def decode(self, ids: torch.LongTensor, cache, positions: torch.LongTensor, pinned_kw: bool,
-               with_hidden: bool = False):
+    def decode(self, ids: torch.LongTensor, cache, positions: torch.LongTensor, pinned_kw: bool) -> torch.Tensor:
         """A decoder pass over the narrowed canvas, as logits [1, L, V] over the whole canvas: the slots it leaves out
-        hold the pad (every other column BANNED). `with_hidden` (a runner with decode_with_hidden): (logits, hidden
-        states [1, L, H] at the same canvas positions, zeros where the pass left a slot out)."""
+        hold the pad (every other column BANNED)."""
         runner = self.runner
         cols = self.columns()
         dev = runner.device
         mask = runner.decoder_mask(cache, self.valid[:, cols])
         layout = {"pinned": self.pinned[:, cols].to(dev)} if pinned_kw else {}
-        seen, where = ids[:, cols.to(ids.device)], positions[:, :len(cols)]
-        if with_hidden:
-            raw, hidden = runner.decode_with_hidden(seen, cache, where, mask, layout.get("pinned"))
-        else:
-            raw, hidden = runner.decode(seen, cache, where, None, mask, **layout), None
+        raw = runner.decode(ids[:, cols.to(ids.device)], cache, positions[:, :len(cols)], None, mask, **layout)
         out = torch.full((raw.shape[0], self.length, raw.shape[-1]), BANNED, dtype=raw.dtype, device=raw.device)
         out[..., runner.pad_column] = 0.0
         out[:, cols.to(raw.device)] = raw
-        if hidden is None:
-            return out
-        full = hidden.new_zeros(hidden.shape[0], self.length, hidden.shape[-1])
-        full[:, cols.to(hidden.device)] = hidden
-        return out, full
+        return out

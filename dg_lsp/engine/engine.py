@@ -33,8 +33,7 @@ def make_runner(loaded: LoadedModel) -> ModelRunner:
     if loaded.kind == "gemma3-lora":
         from .gemma3.runner import Gemma3Runner
 
-        return Gemma3Runner(loaded, loaded.parts["adapter"], loaded.parts["vocab"], loaded.parts["canvas_length"],
-                            chain=loaded.parts.get("chain"))
+        return Gemma3Runner(loaded, loaded.parts["adapter"], loaded.parts["vocab"], loaded.parts["canvas_length"])
     return ModelRunner(loaded)
 
 

@@ -87,7 +87,6 @@ class VerifiedWalk:
         t_hi = max(params.temperature, 1e-6)
         view = ActiveHole.of(canvas, params.start_slots, self.runner)  # engine/active_hole.py
         walk = self.runner.walk_cache(cache) if b == 1 and hasattr(self.runner, "walk_cache") else None
-        chain = getattr(self.runner, "chain", None) is not None  # the draft-chain head redrafts right of f (_chain)
 
         def draft(remaining: int):
             """A decoder pass over the kept slots (the open ones [MASK]) and its drafts: (raw, decoder argmax
@@ -97,25 +96,17 @@ class VerifiedWalk:
             base_canvas = torch.where(kept | pinned, current, mask_tokens)
             if view is not None:
                 view.widen_for(next((p for p in slots[0] if not bool(kept[0, p])), length))
-            raw = hidden = None
+            raw = None
             if view is not None and not view.whole:  # a narrowed pass, unless it ends the hole inside a line
-                raw, hidden = view.decode(base_canvas, cache, positions, bool(layout), True) if chain else (
-                    view.decode(base_canvas, cache, positions, bool(layout)), None)
-                raw = constrain(raw, canvas, biases)
+                raw = constrain(view.decode(base_canvas, cache, positions, bool(layout)), canvas, biases)
                 if view.ends_mid_line(raw, base_canvas, kept, slots[0]):  # widened: this pass runs again, whole
                     forwards += (~finished).int()
                     raw = None
             if raw is None:
-                if chain:
-                    raw, hidden = self.runner.decode_with_hidden(base_canvas, cache, positions, mask, pinned)
-                else:
-                    raw = self.runner.decode(base_canvas, cache, positions, None, mask, **layout)
-                raw = constrain(raw, canvas, biases)
-            open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
-            if chain:
-                self._chain(raw, hidden, open_)
+                raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
+            open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
             drafts = sampler.left_to_right_accept(entropy, params.entropy_bound, open_, torch.zeros_like(open_)) & open_
             best_cols = raw.argmax(dim=-1)
             return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
@@ -202,33 +193,6 @@ class VerifiedWalk:
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)
         return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top, stale)
-
-    def _chain(self, raw: torch.Tensor, hidden: torch.Tensor, open_: torch.BoolTensor) -> None:
-        """The draft-chain head (engine/gemma3/chain.py) redrafts, in place in `raw` [B, L, V], the slots right of
-        each row's first open slot f: f + 1 from the decoder's rows that drafted f and f + 1 (`hidden` [B, L, H], row
-        j drafting position j + 1) and f's argmax in `raw`, then (head depth 2 and more) f + 2 from the head's own
-        f + 1 state, and so on, while the next slot is open and neither it nor the slot before holds the pad as the
-        decoder's argmax. The head's change adds to the decoder's logits there, which hold the canvas's token biases
-        already. Where the hole ends stays the decoder's call: the head, trained on slots inside a line, never
-        replaces the decoder's pad, whose argmax right of f ends the step's walk so that a later step's first slot
-        decides the end (VerifiedWalk.run)."""
-        runner = self.runner
-        depth = runner.chain.depth
-        for r in range(raw.shape[0]):
-            row_open = open_[r].nonzero().flatten().tolist()
-            if not row_open:
-                continue
-            f = row_open[0]
-            h_prev = hidden[r, f - 1:f]  # [1, H]
-            for _ in range(depth):
-                if f + 1 >= raw.shape[1] or not bool(open_[r, f + 1]):
-                    break
-                col = raw[r, f].argmax()
-                if int(col) == runner.pad_column or int(raw[r, f + 1].argmax()) == runner.pad_column:
-                    break
-                delta, h_prev = runner.chain_delta(h_prev, hidden[r, f:f + 1], runner.ids_of(col.view(1)))
-                f += 1
-                raw[r, f] += delta[0].to(raw.dtype)
 
     def _breaks_line(self, row: torch.LongTensor, slots: list[int], p: int, line_breaks: list[bool]) -> bool:
         """Whether a row's hole slots left of `p` (all kept) hold a token with a line break."""

@@ -1,6 +1,5 @@
 """Load an adapted Gemma model directory: `dg_lsp.json` (architecture "gemma3-lora", the base model it
-needs, the adapter's shape), `adapter.safetensors` (LoRA deltas, `<mask>` embedding, output vocabulary) and, where
-dg_lsp.json's "chain" names one, the draft-chain head (chain.py).
+needs, the adapter's shape) and `adapter.safetensors` (LoRA deltas, `<mask>` embedding, output vocabulary).
 
 Returns plain parts; engine/loader.py wraps them (this module does not import the loader).
 """
@@ -15,7 +14,6 @@ from ..errors import ModelLoadError
 from ..spec import SPEC_FILE
 from . import adapter as A
 from .build import build
-from .chain import ChainHead
 from .vocab import OutputVocab
 
 log = logging.getLogger(__name__)
@@ -60,16 +58,11 @@ def load(path: Path, device: str, torch_dtype, quiet: bool = False):
         tensors = load_file(str(weights))
         vocab = OutputVocab(tensors.pop("vocab_ids"), model.config.vocab_size)
         adapter.load_state_dict(tensors)
-        chain = None
-        if meta.get("chain"):  # the draft-chain head (chain.py), where the model ships one
-            chain = ChainHead.load(Path(path), meta["chain"], model.config.get_text_config(decoder=True).hidden_size)
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise ModelLoadError(f"failed to load the adapted model from {path}: {type(exc).__name__}: {exc}") from exc
     model.to(device)
     model.eval()
-    if chain is not None:
-        chain.to(device)
     canvas_length = int(ad.get("hole_slots", 32)) + int(meta.get("suffix_head_tokens", 8))
-    return model, tokenizer, {"adapter": adapter, "vocab": vocab, "canvas_length": canvas_length, "chain": chain}
+    return model, tokenizer, {"adapter": adapter, "vocab": vocab, "canvas_length": canvas_length}

@@ -21,7 +21,6 @@ from ..runner import ModelRunner, head_logits
 from . import adapter as A
 from . import cache_view as C
 from . import packed as P
-from .chain import ChainHead
 from .int8 import Int8Linear
 from .vocab import OutputVocab
 
@@ -31,8 +30,7 @@ class Gemma3Runner(ModelRunner):
     ends_at_first_pad = True  # decode() forces every slot after a row's first pad to pad
     reads_pinned = True  # decode() takes the canvas's pinned positions (the adapter's suffix gate)
 
-    def __init__(self, loaded, adapter: A.Adapter, vocab: OutputVocab, canvas_length: int,
-                 chain: ChainHead | None = None):
+    def __init__(self, loaded, adapter: A.Adapter, vocab: OutputVocab, canvas_length: int):
         self.loaded = loaded
         self.model = loaded.model
         self.adapter = adapter
@@ -42,7 +40,6 @@ class Gemma3Runner(ModelRunner):
         self.canvas_length = canvas_length
         self.pad_id = self.text_config.pad_token_id or 0
         self._vocab = vocab
-        self.chain = chain  # the draft-chain head (chain.py; VerifiedWalk redrafts f + 1 with it), or None
         self.int8 = False  # dtype int8 (use_int8)
         self.packed: str | bool = False  # prepacked float32 weights: "decoder", "all" or False (use_packed)
         self._own_columns = len(vocab)  # the vocabulary's own columns; add_columns adds after them
@@ -170,36 +167,6 @@ class Gemma3Runner(ModelRunner):
             forced[self.pad_column] = 0.0
             logits = torch.where(after.unsqueeze(-1), forced, logits)
         return logits, hidden
-
-    @torch.inference_mode()
-    def chain_delta(self, h_prev: torch.Tensor, h_mask: torch.Tensor, ids: torch.LongTensor
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The draft-chain head (chain.py) for the slot after a drafted one: (what it adds to the decoder's logits
-        there [..., V'] float32, its new hidden state of that row [..., H] float32). `h_prev` and `h_mask` [..., H]
-        are decode_with_hidden's rows that drafted the slot and the next (or the head's own state for the first),
-        `ids` [...] the token drafted in the slot."""
-        chain = self.chain
-        token = ChainHead.token_features(A.text_model(self.model).embed_tokens, ids.to(self.device))
-        units = chain.inner(h_prev, h_mask, token)
-        columns, bias = self._chain_columns()
-        delta = units @ columns + bias
-        change = chain.w2(units)  # [..., H]
-        if self.adapter.end_row is not None:  # the end head reads the new state too (adapter.decoder_logits)
-            delta[..., self.pad_column] += change @ self.adapter.end_row.float()
-        return delta, h_mask.float() + change
-
-    def _chain_columns(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """ChainHead.output_columns over the restricted head, kept, and extended when add_columns has grown the head
-        (columns only ever join at the end)."""
-        have = getattr(self, "_chain_cols", None)
-        width = self._head.shape[0]
-        if have is None or have[0].shape[1] > width:
-            have = self.chain.output_columns(self._head)
-        elif have[0].shape[1] < width:
-            more = self.chain.output_columns(self._head[have[0].shape[1]:])
-            have = (torch.cat([have[0], more[0]], 1), torch.cat([have[1], more[1]]))
-        self._chain_cols = have
-        return have
 
     verifies = True  # verify(): the base model's causal logits over a canvas (VerifiedWalk)
 
