@@ -262,27 +262,29 @@ def main(argv: list[str] | None = None) -> int:
     from dg_lsp.engine import Engine
 
     engine = Engine.load(args.model, device="cpu", dtype=args.dtype)
-    if not getattr(engine.runner, "verifies", False) or engine.loop.mask_id is None:
-        print("drafts: this model has no base model to verify with (an adapted Gemma has)", file=sys.stderr)
-        return 2
-    if args.corpus:
-        tasks = corpus_tasks(args.n, args.seed)
-    else:
-        tasks = subsample(load_humaneval(args.split), args.n, args.seed)
-    rec = collect(engine, tasks, args.ceiling_n, args.candidates, log=lambda m: print(m, file=sys.stderr, flush=True))
-    if args.save_rows:
-        save_rows(rec, args.save_rows)
-    figures = {"tasks": len(tasks), "candidates": args.candidates, "ceiling_tasks": min(args.ceiling_n, len(tasks)),
-               **agreement(rec)}
-    if args.fit_chain:
-        figures["chain"] = fit_chain(engine, rec)
+    try:
+        if not getattr(engine.runner, "verifies", False) or engine.loop.mask_id is None:
+            print("drafts: this model has no base model to verify with (an adapted Gemma has)", file=sys.stderr)
+            return 2
+        if args.corpus:
+            tasks = corpus_tasks(args.n, args.seed)
+        else:
+            tasks = subsample(load_humaneval(args.split), args.n, args.seed)
+        rec = collect(engine, tasks, args.ceiling_n, args.candidates,
+                      log=lambda m: print(m, file=sys.stderr, flush=True))
+        if args.save_rows:
+            save_rows(rec, args.save_rows)
+        figures = {"tasks": len(tasks), "candidates": args.candidates,
+                   "ceiling_tasks": min(args.ceiling_n, len(tasks)), **agreement(rec)}
+        if args.fit_chain:
+            figures["chain"] = fit_chain(engine, rec)
+    finally:
+        engine.close()
     print(json.dumps(figures, indent=1))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(figures, fh, indent=1)
-    engine.close()
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

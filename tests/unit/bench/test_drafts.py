@@ -89,3 +89,18 @@ def test_saved_rows_keep_every_row(rec, tmp_path):
     assert saved["h_mask"].shape == (n, rec["h_mask"][0].shape[-1]) and saved["h_mask"].dtype == torch.float16
     assert saved["g1"].tolist() == rec["g1"] and saved["family"].tolist() == rec["family"]
     assert "ceiling" not in saved
+
+
+def test_main_closes_its_engine_on_both_of_its_exits(engine, monkeypatch, tmp_path):
+    from dg_lsp.engine import Engine
+
+    closed = []
+    monkeypatch.setattr(Engine, "load", staticmethod(lambda *a, **k: engine))
+    monkeypatch.setattr(engine, "close", lambda: closed.append(True))
+    monkeypatch.setattr("dg_lsp.bench.quality.tasks.subsample", lambda tasks, n, seed: TASKS[:n])
+    out = tmp_path / "drafts.json"
+    assert drafts.main(["--n", "2", "--ceiling-n", "1", "--candidates", "1", "--json", str(out)]) == 0
+    assert closed == [True] and out.is_file() and '"ceiling_tasks": 1' in out.read_text()
+    monkeypatch.setattr(engine.runner, "verifies", False, raising=False)  # a model without a base to verify with
+    assert drafts.main(["--n", "1"]) == 2
+    assert closed == [True, True]
