@@ -286,5 +286,6 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(figures, fh, indent=1)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
