@@ -50,13 +50,18 @@ def last_logits(runner, cache, start: int, rows: list[list[int]]) -> torch.Tenso
     return runner.head_logits(runner.base_hidden(ids, ReadOnlyCache.of(cache, batch=len(rows)), pos))[:, -1]
 
 
-def greedy_line(runner, texts, cache, start: int, lead: list[int], limit: int = LINE_TOKENS) -> list[int]:
+def greedy_line(runner, texts, cache, start: int, lead: list[int], limit: int = LINE_TOKENS,
+                steps: list | None = None) -> list[int]:
     """The base model's greedy tokens after the prompt (cache) and the canvas `lead`: up to the first line break
-    after some text, an end or special token, or `limit` tokens."""
+    after some text, an end or special token, or `limit` tokens. `steps`, where given, gets each token's logits
+    [V'] (those after lead + the tokens before it), for `mixture_next`."""
     out: list[int] = []
     written = ""
     for _ in range(limit):
-        col = int(last_logits(runner, cache, start, [lead + out])[0].argmax())
+        logits = last_logits(runner, cache, start, [lead + out])[0]
+        if steps is not None:
+            steps.append(logits)
+        col = int(logits.argmax())
         out.append(int(runner.ids_of(torch.tensor([col]))[0]))
         if texts[col] is None or ("\n" in texts[col] and written.strip()):
             break
@@ -64,11 +69,14 @@ def greedy_line(runner, texts, cache, start: int, lead: list[int], limit: int = 
     return out
 
 
-def mixture_next(runner, cache, start: int, context: list[int], k: int) -> torch.Tensor:
+def mixture_next(runner, cache, start: int, context: list[int], k: int, first: torch.Tensor | None = None
+                 ) -> torch.Tensor:
     """sum_c p(c | context) p(. | context, c) over the base model's `k` most likely next tokens c, renormalised over
     them: the best prediction of the token two to the right of `context` for a model that knows what the base model
-    knows but not the token between. [V'] over the output columns."""
-    p_first = torch.softmax(last_logits(runner, cache, start, [context])[0], -1)
+    knows but not the token between. [V'] over the output columns. `first`: the base model's logits after `context`
+    where the caller has them (greedy_line's `steps`)."""
+    first = last_logits(runner, cache, start, [context])[0] if first is None else first
+    p_first = torch.softmax(first, -1)
     top_p, top_cols = p_first.topk(min(k, p_first.shape[-1]))
     cands = runner.ids_of(top_cols).tolist()
     p_next = torch.softmax(last_logits(runner, cache, start, [context + [c] for c in cands]), -1)
@@ -131,7 +139,8 @@ def collect(engine, tasks, ceiling_n: int, k: int, log=None) -> dict:
                 log(f"{i + 1}/{len(tasks)} {task.task_id}: skipped, nothing before the hole")
             continue
         lead = canvas.canvas_ids[0, :canvas.lead].tolist()
-        line = greedy_line(runner, texts, cache, start, lead)
+        steps = [] if i < ceiling_n else None  # the ceiling reads the line's logits again
+        line = greedy_line(runner, texts, cache, start, lead, steps=steps)
         rows = decoder_rows(runner, canvas, cache, line, mask_id)
         for f in range(len(rows["d0"])):
             for key in ("d0", "d1", "d2", "h_prev", "h_mask"):
@@ -141,7 +150,7 @@ def collect(engine, tasks, ceiling_n: int, k: int, log=None) -> dict:
             rec["family"].append(family(task.task_id))
         if i < ceiling_n:
             for f in range(len(line) - 1):
-                mix = mixture_next(runner, cache, start, lead + line[:f], k)
+                mix = mixture_next(runner, cache, start, lead + line[:f], k, first=steps[f])
                 rec["ceiling"].append(int(runner.ids_of(mix.argmax().view(1))[0]) == line[f + 1])
         if log:
             log(f"{i + 1}/{len(tasks)} {task.task_id}: {len(line)} tokens")
