@@ -236,7 +236,7 @@ class Alternatives:
         byte-level split: no safe boundary)."""
         text = heal + line + head
         ids = self.lc.tokenize(text)
-        return ids if "".join(self.lc.piece_texts(ids)) == text else None
+        return ids if "".join(self.lc.columns.piece_texts(ids)) == text else None
 
     def _started(self, starts: list[str], heal: str) -> list[_Branch]:
         """A branch per line start (text after the healing tail), where its tokens add up to its text."""
@@ -288,7 +288,7 @@ class Alternatives:
         """Where the base model gave another token at least P_ALT at one of the line's tokens (`tops`: its best
         tokens there, from the walk; after the healing tail is written): the first `limit` such positions, one
         branch per such token."""
-        column_texts = self.lc.column_texts()
+        column_texts = self.lc.columns.column_texts()
         out, positions, covered = [], 0, False
         for i, tid in enumerate(ids):
             if positions >= limit:
@@ -320,7 +320,7 @@ class Alternatives:
         logits = self.runner.head_logits(hidden)
         best_cols = logits.argmax(dim=-1)
         best = self.runner.ids_of(best_cols).tolist()
-        texts = self.lc.column_texts()
+        texts = self.lc.columns.column_texts()
         forks = []
         for i, (b, row, cols) in enumerate(zip(live, best, best_cols.tolist())):
             fed = len(lead) + len(b.ids)  # the row's tokens before its draft
@@ -357,7 +357,7 @@ class Alternatives:
         """A branch per other output column with at least P_ALT probability in `logits` (a line start's next token),
         at most FORKS, holding `held` (the keys and values of the start's tokens)."""
         probs, cols = torch.softmax(logits.float(), dim=-1).topk(min(FORKS + 1, logits.shape[-1]))
-        texts, out = self.lc.column_texts(), []
+        texts, out = self.lc.columns.column_texts(), []
         for p, col, tid in zip(probs.tolist(), cols.tolist(), self.runner.ids_of(cols).tolist()):
             if p < P_ALT or col == best or texts[col] is None:
                 continue

@@ -32,7 +32,7 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     for _ in range(max_new_tokens + (0 if healing.constrained(tail) else len(life.tokenize(tail)))):
         logits = runner.lm_logits(hidden[:, -1:])
         if tail and not out:  # the first token starts with the healed space, word or a line break, as in infill
-            first = life.first_columns(tail, range(logits.shape[-1]))  # the AR head's columns are token ids
+            first = life.columns.first_columns(tail, range(logits.shape[-1]))  # the AR head's columns are token ids
             logits = logits.masked_fill(~first.to(logits.device), float("-inf"))
         nxt = int(logits.argmax(dim=-1))
         if nxt == life.eos_id or nxt == life.pad_id:

@@ -8,7 +8,6 @@ cross-document batch (engine/batch.py):
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from . import healing
 from .alternatives import Alternatives
 from .block_end import BlockEnd
 from .canvas import InfillCanvas, build_prompt, fix_hole_length, length_candidates_canvas, pad_fill_canvas
+from .columns import ColumnTexts
 from .denoise import DenoiseLoop
 from .outcome import DenoiseOutcome
 from .prefix_cache import PrefixCache
@@ -84,7 +84,7 @@ class InfillLifecycle:
         self.eos_id = tokenizer.eos_token_id
         self.bos_id = tokenizer.bos_token_id if spec.add_bos else None
         self.last_latency_ms: float | None = None
-        self._token_texts: dict[tuple, torch.BoolTensor] = {}  # token_texts' results
+        self.columns = ColumnTexts(tokenizer, runner, self.pad_id, self.eos_id)  # what each output column writes
         self.alternatives = Alternatives(self)
 
     # -- preparing ----------------------------------------------------------------------------
@@ -139,34 +139,31 @@ class InfillLifecycle:
         # per column is built for this request; only where the walk verifies, which never shares a batch
         added = self.loop.verifies(request.params) and hasattr(self.runner, "add_columns") \
             and self.runner.add_columns(prompt + suffix_ids)
-        if added:  # every per-column table is for the old columns; the texts grow by the new ones' only
-            ids = self._column_ids()
-            texts = self.column_texts(ids[:-added]) + self.column_texts(ids[-added:])
-            self._token_texts.clear()
-            self._token_texts[("texts", len(ids), ids[-1])] = texts
+        if added:
+            self.columns.grown(added)
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if heal:
-            canvas.first_columns = self.first_columns(heal)
+            canvas.first_columns = self.columns.first_columns(heal)
         if request.line_only and "\n" not in heal:
             # only the answer's first line is shown: a first token that breaks the line before any text would show
             # nothing, so the first slot writes on the cursor's line (or ends the hole: the pad stays allowed)
-            on_line = ~self.opens_a_line()
+            on_line = ~self.columns.opens_a_line()
             canvas.first_columns = on_line if canvas.first_columns is None else canvas.first_columns & on_line
         if request.params.start_slots and self.loop.verifies(request.params):
-            canvas.break_columns = self.token_texts("\n", "in")
+            canvas.break_columns = self.columns.token_texts("\n", "in")
         if request.rest_of_line and not request.line_only and self.loop.verifies(request.params):
-            canvas.line_breaks = self.token_texts("\n", "in")
+            canvas.line_breaks = self.columns.token_texts("\n", "in")
         if self.loop.left_to_right:
             if request.line_only:
-                canvas.ends = self.token_texts("\n", "in")
+                canvas.ends = self.columns.token_texts("\n", "in")
                 if "\n" in heal:  # the first hole token starts with the prefix's own line break (first_columns)
                     canvas.end_slots = torch.arange(canvas.length) != canvas.lead
             if self.runner.ends_at_first_pad:
-                pads = self.pad_columns()
+                pads = self.columns.pad_columns()
                 canvas.ends = pads if canvas.ends is None else canvas.ends | pads
             if request.block_indent is not None and not request.line_only:
-                canvas.block_end = BlockEnd(self.column_texts(), heal, int(request.block_indent), request.block_lines,
-                                            request.rest_of_line)
+                canvas.block_end = BlockEnd(self.columns.column_texts(), heal, int(request.block_indent),
+                                            request.block_lines, request.rest_of_line)
         return canvas.prompt_ids, canvas, heal
 
     def heal_prefix(self, prefix: str, heal: bool = True) -> tuple[list[int], str]:
@@ -178,110 +175,12 @@ class InfillLifecycle:
         if tail or not heal or not healing.ends_in_word(prefix):
             return self.tokenize(prefix[:len(prefix) - len(tail)]), tail
         ids = self.tokenize(prefix)
-        pieces = self.piece_texts(ids[-(healing.MAX_WORD_TOKENS + 1):])
+        pieces = self.columns.piece_texts(ids[-(healing.MAX_WORD_TOKENS + 1):])
         for k in healing.word_backoffs(pieces):
             word = "".join(pieces[-k:])
-            if prefix.endswith(word) and self.starting_with(word).any():
+            if prefix.endswith(word) and self.columns.starting_with(word).any():
                 return ids[:-k], word
         return ids, ""
-
-    def piece_texts(self, ids: list[int]) -> list[str]:
-        """Each token's own text (as `column_texts` reads it), not cached: any ids."""
-        pieces = self.tokenizer.convert_ids_to_tokens(list(ids))
-        return [self.tokenizer.convert_tokens_to_string([p]) if p is not None else "" for p in pieces]
-
-    def starting_with(self, text: str, ids=None) -> torch.BoolTensor:
-        """[len(ids)] whether each token's own text starts with `text`; `ids` default to the decoder's logit columns.
-        A binary search in the texts sorted once per set of ids, so a new word costs no pass over the vocabulary
-        and nothing is kept per word."""
-        ids = self._column_ids() if ids is None else ids
-        key = ("sorted", len(ids), ids[-1] if len(ids) else None)
-        index = self._token_texts.get(key)
-        if index is None:
-            texts = self.column_texts(ids)
-            order = sorted((i for i, t in enumerate(texts) if t), key=lambda i: texts[i])
-            index = ([texts[i] for i in order], torch.tensor(order, dtype=torch.long))
-            self._token_texts[key] = index
-        sorted_texts, order = index
-        lo = bisect.bisect_left(sorted_texts, text)
-        hi = bisect.bisect_left(sorted_texts, text + "\U0010ffff", lo)
-        mask = torch.zeros(len(ids), dtype=torch.bool)
-        mask[order[lo:hi]] = True
-        return mask
-
-    def pad_columns(self) -> torch.BoolTensor:
-        """[V] the decoder's logit columns that hold the pad (where the runner ends a hole). Computed once."""
-        ids = self._column_ids()
-        key = ("pad", len(ids), ids[-1] if len(ids) else None)
-        cached = self._token_texts.get(key)
-        if cached is None:
-            cached = torch.tensor([i == self.pad_id for i in ids], dtype=torch.bool)
-            self._token_texts[key] = cached
-        return cached
-
-    def opens_a_line(self) -> torch.BoolTensor:
-        """[V] the decoder's logit columns whose token breaks the line before any text of its own ("\n", "  \n",
-        "\n    "). Computed once."""
-        ids = self._column_ids()
-        key = ("opens", len(ids), ids[-1] if len(ids) else None)
-        cached = self._token_texts.get(key)
-        if cached is None:
-            cached = torch.tensor([t is not None and "\n" in t and not t.split("\n", 1)[0].strip()
-                                   for t in self.column_texts()], dtype=torch.bool)
-            self._token_texts[key] = cached
-        return cached
-
-    def first_columns(self, heal: str, ids=None) -> torch.BoolTensor:
-        """Which of `ids` (default: the decoder's logit columns) a healing tail's first token may be. A healed space or
-        word: tokens that start with it, and after a space also the pad and end tokens (the hole may end at once:
-        nothing to insert). A line
-        break's tail: tokens that start a line (an end or a bare indentation there never fits the tail), or every
-        column where the vocabulary has none."""
-        ids = self._column_ids() if ids is None else ids
-        if not healing.constrained(heal):
-            starts = self.token_texts("\n", "start", ids)
-            return starts if bool(starts.any()) else torch.ones_like(starts)
-        key = ("ends", len(ids), ids[-1] if len(ids) else None)
-        ends = self._token_texts.get(key)
-        if ends is None:
-            special = torch.tensor([t for t in (self.pad_id, self.eos_id) if t is not None], dtype=torch.long)
-            ends = self._token_texts[key] = torch.isin(torch.as_tensor(list(ids)), special)
-        starts = self.starting_with(heal, ids)
-        # a word's hole always starts with the word's token (as in training, where a hole after a complete word
-        # starts with the next token): an end there would leave the cursor's word unwritten
-        return starts | ends if heal.isspace() else starts
-
-    def _column_ids(self):
-        ids = self.runner.output_ids
-        return range(self.runner.vocab_size) if ids is None else ids.tolist()
-
-    def token_texts(self, text: str, how: str, ids=None) -> torch.BoolTensor:
-        """[len(ids)] whether each token's own text starts with (`how` "start") or contains ("in") `text`; special
-        and unknown ids: False. `ids` default to the decoder's logit columns. Computed once per question."""
-        ids = self._column_ids() if ids is None else ids
-        key = (text, how, len(ids), ids[-1] if len(ids) else None)
-        cached = self._token_texts.get(key)
-        if cached is None:
-            cached = torch.tensor([t is not None and (t.startswith(text) if how == "start" else text in t)
-                                   for t in self.column_texts(ids)], dtype=torch.bool)
-            self._token_texts[key] = cached
-        return cached
-
-    def column_texts(self, ids=None) -> tuple[str | None, ...]:
-        """The text of each token of `ids` (default: the decoder's logit columns) on its own; None for special and
-        unknown ids. Computed once."""
-        ids = self._column_ids() if ids is None else ids
-        key = ("texts", len(ids), ids[-1] if len(ids) else None)
-        cached = self._token_texts.get(key)
-        if cached is None:
-            ids = list(ids)
-            known = len(self.tokenizer)
-            pieces = self.tokenizer.convert_ids_to_tokens([i if i < known else 0 for i in ids])
-            special = set(self.tokenizer.all_special_ids)
-            cached = tuple(self.tokenizer.convert_tokens_to_string([piece]) if i < known and i not in special else None
-                           for i, piece in zip(ids, pieces))
-            self._token_texts[key] = cached
-        return cached
 
     def encode_prompt(self, prompt: list[int], doc_key, reuse: bool):
         """The prompt's encoder cache (a decode view when reused) and how many tokens came from the prefix cache."""

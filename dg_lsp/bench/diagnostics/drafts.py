@@ -132,7 +132,7 @@ def collect(engine, tasks, ceiling_n: int, k: int, log=None) -> dict:
         request = InfillRequest(prefix=task.prefix, suffix=task.suffix, params=DenoiseParams(verify_weight=1.0),
                                 reuse_prefix=False, hole_slots=HOLE_SLOTS)
         started = lc.start(request)
-        texts = lc.column_texts()  # after the prompt's missing tokens joined the columns
+        texts = lc.columns.column_texts()  # after the prompt's missing tokens joined the columns
         canvas, cache, start = started.canvas, started.cache, len(started.prompt)
         if canvas.lead < 1:  # a hole at the file's start: no token before the hole for the first slot's row
             if log:

@@ -466,7 +466,7 @@ def test_a_left_to_right_fill_stops_where_its_block_ends(ltr_model_dir, monkeypa
     params = DenoiseParams(temperature=0, max_steps=60)
     try:
         lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix="\n"))[1].lead
-        texts = engine.lifecycle.column_texts()
+        texts = engine.lifecycle.columns.column_texts()
         col = runner.column_of(int(40 + lead["a"] + 3))
         assert texts[col] and not texts[col][0].isspace()  # slot 3 starts a line at column 0
         block = engine.infill(InfillRequest(prefix="x =", suffix="\n", block_indent=4, block_lines=8, params=params))
@@ -489,7 +489,7 @@ def test_a_line_only_fill_never_starts_by_breaking_the_line(ltr_model_dir, monke
     params = DenoiseParams(temperature=0, max_steps=60)
     try:
         lead["a"] = engine.prepare(InfillRequest(prefix="x =", suffix=")\n"))[1].lead
-        opens = engine.lifecycle.opens_a_line()
+        opens = engine.lifecycle.columns.opens_a_line()
         assert bool(opens[runner.column_of(newline)]) and int(opens.sum()) < len(opens) // 2
         on_line = engine.infill(InfillRequest(prefix="x =", suffix=")\n", line_only=True, params=params))
         free = engine.infill(InfillRequest(prefix="x =", suffix=")\n", params=params))

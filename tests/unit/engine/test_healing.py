@@ -76,7 +76,7 @@ def test_a_line_break_tail_keeps_the_first_hole_token_to_tokens_that_start_a_lin
     tok = tiny_engine.tokenizer
     _, canvas, heal = tiny_engine.prepare(InfillRequest(prefix="x = 1\n\n", suffix="", length_strategy="pad"))
     assert heal == "\n\n" and canvas.first_columns is not None
-    ids = tiny_engine.lifecycle._column_ids()
+    ids = tiny_engine.lifecycle.columns._column_ids()
     allowed = {t for t, ok in zip(ids, canvas.first_columns.tolist()) if ok}
     assert allowed and tiny_engine.pad_id not in allowed
     assert all(tok.decode([t]).startswith("\n") for t in allowed)
@@ -182,7 +182,7 @@ def test_a_prefix_inside_a_word_backs_off_its_last_tokens_and_the_first_slot_wri
         ids = life.tokenize(prefix)
         assert heal and prefix.endswith(heal) and healing.constrained(heal)
         assert prompt == [tiny_engine.bos_id] + ids[:len(prompt) - 1] and len(prompt) - 1 < len(ids)
-        assert "".join(life.piece_texts(ids[len(prompt) - 1:])) == heal  # whole tokens of the prefix, backed off
+        assert "".join(life.columns.piece_texts(ids[len(prompt) - 1:])) == heal  # whole tokens of the prefix, backed off
         columns = tiny_engine.runner.ids_of(torch.nonzero(canvas.first_columns).squeeze(-1)).tolist()
         assert columns and all(tok.decode([i]).startswith(heal) for i in columns)  # no end: the word is written
         before = tiny_engine.stats["healMismatches"]
@@ -195,7 +195,7 @@ def test_a_prefix_inside_a_word_backs_off_its_last_tokens_and_the_first_slot_wri
 
 def test_a_word_no_token_can_write_keeps_the_prefix_whole(tiny_engine, monkeypatch):
     life = tiny_engine.lifecycle
-    monkeypatch.setattr(life, "starting_with", lambda text, ids=None: torch.zeros(1, dtype=torch.bool))
+    monkeypatch.setattr(life.columns, "starting_with", lambda text, ids=None: torch.zeros(1, dtype=torch.bool))
     assert life.heal_prefix("self.set_defaul") == (life.tokenize("self.set_defaul"), "")
     assert life.heal_prefix("self.set_defaul", heal=False) == (life.tokenize("self.set_defaul"), "")
 
@@ -203,6 +203,6 @@ def test_a_word_no_token_can_write_keeps_the_prefix_whole(tiny_engine, monkeypat
 def test_starting_with_finds_exactly_the_tokens_that_start_with_a_text(tiny_engine):
     life = tiny_engine.lifecycle
     for text in (" ", "de", "a", "\n", "zzzz-no-such-token"):
-        assert torch.equal(life.starting_with(text), life.token_texts(text, "start"))
+        assert torch.equal(life.columns.starting_with(text), life.columns.token_texts(text, "start"))
     full = range(tiny_engine.runner.vocab_size)  # the AR head's columns are token ids
-    assert torch.equal(life.starting_with("s", full), life.token_texts("s", "start", full))
+    assert torch.equal(life.columns.starting_with("s", full), life.columns.token_texts("s", "start", full))

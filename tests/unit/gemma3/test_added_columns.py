@@ -45,7 +45,7 @@ def test_a_prompts_missing_tokens_become_columns_and_nothing_else_moves(engine):
     cache, _ = runner.encode(prompt)
     ids, pos = canvas.canvas_ids, canvas.position_ids()
     old_verify, old_decode = runner.verify(ids, cache, pos, ids.shape[1]), runner.decode(ids, cache, pos, None, None)
-    texts_before = engine.lifecycle.column_texts()
+    texts_before = engine.lifecycle.columns.column_texts()
 
     prefix, suffix = f"x = 1\n{a_text} = 2\n", f"\nprint({b_text})\n"
     tokens = [i for text in (prefix, suffix) for i in engine.tokenizer(text, add_special_tokens=False)["input_ids"]]
@@ -64,10 +64,10 @@ def test_a_prompts_missing_tokens_become_columns_and_nothing_else_moves(engine):
     assert torch.equal(runner.output_ids[:len(before_ids)], before_ids) and runner.pad_column == pad_col
     embed = A.text_model(runner.model).embed_tokens.weight
     assert torch.equal(runner._head[cols[0]], embed[missing[0]])
-    texts = engine.lifecycle.column_texts()
+    texts = engine.lifecycle.columns.column_texts()
     assert len(texts) == len(runner.output_ids) and texts[:len(texts_before)] == texts_before
-    engine.lifecycle._token_texts.clear()
-    assert engine.lifecycle.column_texts() == texts  # the grown texts: what a fresh reading gives
+    engine.lifecycle.columns._cache.clear()
+    assert engine.lifecycle.columns.column_texts() == texts  # the grown texts: what a fresh reading gives
     new_verify, new_decode = runner.verify(ids, cache, pos, ids.shape[1]), runner.decode(ids, cache, pos, None, None)
     assert new_verify.shape[-1] == len(runner.output_ids)
     assert torch.equal(new_verify[..., :len(before_ids)], old_verify)  # the old columns' logits: exactly as before

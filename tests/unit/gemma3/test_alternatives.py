@@ -74,7 +74,7 @@ def unsure(engine, monkeypatch):
     """A random tiny model rarely ends a line, and is unsure everywhere: its base head (the walk's checks, the
     alternatives' writing and their scores alike) gets a bias towards the tokens that hold a line break, so its
     lines end within a few tokens, and any other best token starts an alternative (P_ALT 0)."""
-    breaks = engine.lifecycle.token_texts("\n", "in")
+    breaks = engine.lifecycle.columns.token_texts("\n", "in")
     real = engine.runner.head_logits
     monkeypatch.setattr(engine.runner, "head_logits", lambda hidden: real(hidden) + 1.0 * breaks.float())
     monkeypatch.setattr(AL, "P_ALT", 0.0)
