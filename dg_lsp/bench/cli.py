@@ -7,7 +7,7 @@
     dg-lsp bench gpu [--scale full,mid] [--compile off,on]   (speed on random weights: bench/gpu/)
     dg-lsp bench typing [--docs 1,4] [--soak 5000]   (latency while typing, caches on vs off: bench/typing/)
 
-Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|empty (repeatable),
+Run options (repo, humaneval, tasks): --via engine|lsp, --baseline ar|ar-restricted|empty (repeatable),
 --steps 4,8,16, --temperature, --entropy-bound, --length-strategy, --hole-lengths, --canvas,
 --n, --seed, --model, --device, --dtype, --out FILE.json (plus PNG plots beside it, with the `bench`
 extra: pip install 'dg-lsp[bench]'), --verbose (progress bars and INFO logs even when stderr is not
@@ -40,8 +40,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--via", choices=("engine", "lsp"), default="engine",
                    help="call the engine directly, or drive `dg-lsp serve` over stdio (default: engine)")
-    g.add_argument("--baseline", action="append", choices=("ar", "nosuffix", "empty", "oracle-length"),
+    g.add_argument("--baseline", action="append",
+                   choices=("ar", "ar-restricted", "nosuffix", "empty", "oracle-length"),
                    default=[], help=("also run a baseline: ar = same weights autoregressive on the prefix; "
+                                     "ar-restricted = the same, reading diffusion's restricted output head (the "
+                                     "speed reference without the full head's cost); "
                                      "nosuffix = diffusion without the suffix; empty = empty completion; "
                                      "oracle-length = diagnostic: diffusion told the answer's length in tokens"))
     g.add_argument("--steps", type=positive_ints, default=(16,),

@@ -94,9 +94,9 @@ class Engine:
         return self.submit(request).result()
 
     def autoregressive(self, prefix: str, max_new_tokens: int = 64, stop_at_newline: bool = True,
-                       max_prompt_tokens: int = 1024, heal: bool = True) -> InfillResult:
+                       max_prompt_tokens: int = 1024, heal: bool = True, head: str = "full") -> InfillResult:
         job = Job(fn=lambda: run_autoregressive(self.lifecycle, prefix, max_new_tokens, stop_at_newline,
-                                                max_prompt_tokens, heal),
+                                                max_prompt_tokens, heal, head),
                   doc_key=None, cancel=threading.Event(), superseded=_superseded)
         return self.worker.submit(job).result()
 

@@ -15,14 +15,14 @@ from tqdm import tqdm
 
 from dg_lsp.bench.quality import executor, report, scoring
 from dg_lsp.bench.quality.runners import (AutoregressiveRunner, EmptyRunner, EngineRunner, NoSuffixRunner,
-                                          OracleLengthRunner, RunSettings, TaskEdit)
+                                          OracleLengthRunner, RestrictedARRunner, RunSettings, TaskEdit)
 from dg_lsp.bench.quality.tasks import Task
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     via: str = "engine"  # engine | lsp
-    baselines: tuple[str, ...] = ()  # ar, nosuffix, empty, oracle-length (diagnostic)
+    baselines: tuple[str, ...] = ()  # ar, ar-restricted, nosuffix, empty, oracle-length (diagnostic)
     steps: tuple[int, ...] = (16,)
     settings: RunSettings = field(default_factory=RunSettings)
     model: str | None = None
@@ -63,6 +63,8 @@ def plan(options: BenchOptions) -> list[Config]:
                       replace(options.settings, steps=n), n, options.lsp_settings) for n in options.steps]
     if "ar" in options.baselines:
         configs.append(Config("ar/engine", "ar", "engine", options.settings, None))
+    if "ar-restricted" in options.baselines:
+        configs.append(Config("ar-restricted/engine", "ar-restricted", "engine", options.settings, None))
     if "nosuffix" in options.baselines:
         configs += [Config(f"nosuffix/engine s={n}", "nosuffix", "engine", replace(options.settings, steps=n), n)
                     for n in options.steps]
@@ -98,6 +100,8 @@ def make_runner(config: Config, options: BenchOptions, engines: _Engines):
         return EmptyRunner()
     if config.mode == "ar":
         return AutoregressiveRunner(engines.get(), config.settings)
+    if config.mode == "ar-restricted":
+        return RestrictedARRunner(engines.get(), config.settings)
     if config.mode == "nosuffix":
         return NoSuffixRunner(engines.get(), config.settings)
     if config.mode == "oracle-length":

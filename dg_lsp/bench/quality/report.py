@@ -12,7 +12,7 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
       "packing": {"asked": str, "chosen": "all" | "off", "reason": str, ...} | null,  # the engine's prepacked weights (gemma3/packed.py)
       "configs": [{                                  # one per (mode, via, --steps value)
           "label": "diffusion/engine s=16",
-          "mode": "diffusion" | "ar" | "nosuffix" | "empty", "via": "engine" | "lsp" | "none",
+          "mode": "diffusion" | "ar" | "ar-restricted" | "nosuffix" | "empty", "via": "engine" | "lsp" | "none",
           "max_steps": int | null,                   # null for ar and empty
           "temperature": float, "entropy_bound": float, "length_strategy": str,
           "hole_lengths": [int] | null, "canvas": int | null,  # null via lsp (the server's own)

@@ -199,17 +199,26 @@ class AutoregressiveRunner(EngineRunner):
     """The same weights' encoder decoding greedily on the prefix alone (`--baseline ar`)."""
 
     mode = "ar"
+    head = "full"  # the base model's whole output head: the unchanged Gemma (engine/autoregressive.py)
 
     def complete(self, task: Task) -> TaskEdit:
         s = self.settings
         t0 = time.perf_counter()
         result = self.engine.autoregressive(task.prefix, max_new_tokens=s.max_new_tokens,
                                             stop_at_newline=task.kind in LINE_KINDS,
-                                            max_prompt_tokens=s.max_prompt_tokens, heal=s.heal)
+                                            max_prompt_tokens=s.max_prompt_tokens, heal=s.heal, head=self.head)
         latency = (time.perf_counter() - t0) * 1000.0
         return insertion(task, shape_continuation(task, result.text), latency, timings_ms=dict(result.timings_ms),
                          steps=result.steps, tokens_per_forward=result.tokens_per_forward,
                          generated_tokens=result.generated_tokens)
+
+
+class RestrictedARRunner(AutoregressiveRunner):
+    """`--baseline ar-restricted`: the AR twin reading the restricted output columns diffusion writes with, the
+    same weights and head as the walk: the speed reference that leaves the head out of the comparison."""
+
+    mode = "ar-restricted"
+    head = "restricted"
 
 
 class NoSuffixRunner(EngineRunner):

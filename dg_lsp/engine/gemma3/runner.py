@@ -221,7 +221,7 @@ class Gemma3Runner(ModelRunner):
         packed = self._head_kernel(hidden)
         if packed is not None:
             return packed(hidden)
-        return (hidden @ self._head.t().to(hidden.dtype)).float()
+        return A.head_product(hidden, self._head).float()
 
     def token_logits(self, hidden: torch.Tensor, ids: torch.LongTensor) -> torch.Tensor:
         """The base model's logit of token `ids` [B, W] (any id, in the restricted vocabulary or not) at each row

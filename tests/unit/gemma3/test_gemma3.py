@@ -465,3 +465,69 @@ def test_a_left_to_right_fill_stops_once_the_hole_end_is_accepted(tmp_path, monk
         engine.close()
     assert early.steps == 3 and early.text == answer, early
     assert late.steps == 5 and late.text == answer, late
+
+
+def test_head_product_is_the_plain_product_for_sliced_and_batched_rows():
+    """A.head_product (the restricted head over any rows) gives the plain product's values and shape, for a slice of
+    a longer pass (`hidden[:, -1:]`, whose batch stride is not rows x H) and for batched rows of a slice."""
+    gen = torch.Generator().manual_seed(0)
+    head = torch.randn(50, 8, generator=gen)
+    long = torch.randn(2, 7, 8, generator=gen)
+    for hidden in (long[:1, -1:], long[:, :-1], long[:, 2:5], long[0]):
+        out = A.head_product(hidden, head)
+        assert out.shape == (*hidden.shape[:-1], 50)
+        torch.testing.assert_close(out, hidden.contiguous() @ head.t())
+
+
+def _greedy_oracle(model, prompt: list[int], allowed: set[int], stops: set[int], n: int) -> tuple[list[int], float]:
+    """Greedy tokens of `model` after `prompt` over the `allowed` ids only, each step recomputed from scratch, and
+    the smallest margin between the best and second-best allowed logit on the way."""
+    ids, out, margin = list(prompt), [], float("inf")
+    keep = torch.full((model.config.vocab_size,), float("-inf"))
+    keep[sorted(allowed)] = 0.0
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor([ids])).logits[0, -1].float() + keep
+            top = logits.topk(2).values
+            margin = min(margin, float(top[0] - top[1]))
+            nxt = int(logits.argmax())
+            if nxt in stops:
+                break
+            out.append(nxt)
+            ids.append(nxt)
+    return out, margin
+
+
+def test_restricted_autoregressive_is_greedy_over_the_columns(tmp_path):
+    """The AR twin's two heads against a from-scratch greedy decode of the base model: head "full" over every
+    token, head "restricted" (`--baseline ar-restricted`) over the output columns and the prompt's own tokens
+    (Gemma3Runner.add_columns), on a tiny model whose columns are every other token id, so column c is not token c.
+    An unknown head is refused."""
+    from safetensors.torch import load_file, save_file
+    from transformers import Gemma3ForCausalLM
+
+    from dg_lsp.engine import Engine
+
+    adapted = build_tiny(tmp_path)
+    columns = sorted(set(range(8)) | set(range(8, 384, 2)))
+    tensors = load_file(str(adapted / "adapter.safetensors"))
+    tensors["vocab_ids"] = torch.tensor(columns, dtype=torch.int32)
+    save_file(tensors, str(adapted / "adapter.safetensors"))
+    base = Gemma3ForCausalLM.from_pretrained(str(tmp_path / "base")).eval()
+    engine = Engine.load(str(adapted), device="cpu")
+    try:
+        stops = {t for t in (engine.eos_id, engine.pad_id) if t is not None}
+        compared = 0
+        for prefix in ("def f(x):\n    return", "x = [1, 2, 3]\nfor i in", "class A:\n    def"):
+            prompt = [engine.bos_id] + engine.tokenize(prefix)
+            for head, allowed in (("full", set(range(384))), ("restricted", set(columns) | set(prompt))):
+                want, margin = _greedy_oracle(base, prompt, allowed, stops, 6)
+                got = engine.autoregressive(prefix, max_new_tokens=6, stop_at_newline=False, heal=False, head=head)
+                if margin > 1e-3:  # no near-tie that a cached pass's rounding could flip
+                    assert got.text == engine.tokenizer.decode(want), (prefix, head)
+                    compared += head == "restricted"
+        assert compared >= 2
+        with pytest.raises(ValueError, match="unknown AR head"):
+            engine.autoregressive("x = ", head="tiny")
+    finally:
+        engine.close()
