@@ -64,6 +64,7 @@ def test_a_prompts_missing_tokens_become_columns_and_nothing_else_moves(engine):
     assert torch.equal(runner.output_ids[:len(before_ids)], before_ids) and runner.pad_column == pad_col
     embed = A.text_model(runner.model).embed_tokens.weight
     assert torch.equal(runner._head[cols[0]], embed[missing[0]])
+    assert torch.equal(runner._head, embed[runner.output_ids])  # every row: what a head built whole holds
     texts = engine.lifecycle.columns.column_texts()
     assert len(texts) == len(runner.output_ids) and texts[:len(texts_before)] == texts_before
     engine.lifecycle.columns._cache.clear()
@@ -102,5 +103,26 @@ def test_an_int8_head_grows_with_the_columns(tmp_path):
         after = runner.decode(ids, cache, pos, None, None)
         assert runner._head_int8.out_features == len(runner.output_ids) == after.shape[-1] == before.shape[-1] + 3
         assert torch.equal(after[..., :before.shape[-1]], before)  # int8 rows are per row: the old ones unchanged
+    finally:
+        engine.close()
+
+
+def test_the_head_grows_in_its_room_and_is_rebuilt_past_it(tmp_path):
+    """Added columns' rows go into the head buffer's room (the head stays a view of it: no 32k-row copy); where no
+    room is left the head is built whole. Either way it is the embedding's rows of the output ids, in order."""
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(build_tiny(tmp_path, vocab_keep=KEEP)), device="cpu", dtype="float32")
+    try:
+        runner = engine.runner
+        embed = A.text_model(runner.model).embed_tokens.weight
+        outside = [i for i in range(KEEP, len(engine.tokenizer)) if i not in set(engine.tokenizer.all_special_ids)]
+        assert runner.add_columns(outside[:2]) == 2
+        assert runner._head.data_ptr() == runner._head_rows.data_ptr() and runner._head.is_contiguous()
+        assert torch.equal(runner._head, embed[runner.output_ids])
+        runner._head_rows = runner._head_rows[:len(runner.output_ids)]  # no room left
+        assert runner.add_columns(outside[2:4]) == 2
+        assert runner._head_rows.shape[0] > len(runner.output_ids)  # rebuilt, with room again
+        assert torch.equal(runner._head, embed[runner.output_ids])
     finally:
         engine.close()
