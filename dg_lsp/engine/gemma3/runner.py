@@ -94,14 +94,19 @@ class Gemma3Runner(ModelRunner):
         if not new:
             return 0
         n, m = len(vocab), len(vocab) + len(new)
-        self._vocab = OutputVocab(vocab.ids.cpu().tolist() + new, vocab.full_size)
-        self.output_vocab = self._vocab.to(self.device)
+        grown = OutputVocab(vocab.ids.cpu().tolist() + new, vocab.full_size)
         if self.int8 or self.packed == "all" or m > self._head_rows.shape[0]:
+            self._vocab = grown
             self._build_head()  # the int8 and packed copies are built whole
         else:  # the new columns' rows after the others, in the buffer's room: no row moves
             embed = A.text_model(self.model).embed_tokens.weight
-            self._head_rows[n:m] = embed.index_select(0, torch.tensor(new, dtype=torch.long, device=embed.device))
-            self._head = self._head_rows[:m]
+            rows = embed.index_select(0, torch.tensor(new, dtype=torch.long, device=embed.device))
+            # a buffer made under inference mode (a load or dtype cast inside a worker job) takes writes only there;
+            # one made outside it, only outside
+            with torch.inference_mode(self._head_rows.is_inference()):
+                self._head_rows[n:m] = rows
+            self._head, self._vocab = self._head_rows[:m], grown
+        self.output_vocab = self._vocab.to(self.device)  # last: a failure above leaves vocabulary and head as they were
         return len(new)
 
     def use_int8(self) -> None:

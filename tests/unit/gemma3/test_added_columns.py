@@ -126,3 +126,28 @@ def test_the_head_grows_in_its_room_and_is_rebuilt_past_it(tmp_path):
         assert torch.equal(runner._head, embed[runner.output_ids])
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("built_in_inference_mode", [True, False])
+def test_the_head_grows_whether_or_not_it_was_built_in_inference_mode(tmp_path, built_in_inference_mode):
+    """A head built under inference mode (the dtype trial casts the model inside a worker job) is an inference
+    tensor that takes writes only there, while requests add columns outside it, and the other way round: both
+    grow the head, and the vocabulary with it."""
+    from dg_lsp.engine import Engine
+
+    engine = Engine.load(str(build_tiny(tmp_path, vocab_keep=KEEP)), device="cpu", dtype="float32")
+    try:
+        runner = engine.runner
+        embed = A.text_model(runner.model).embed_tokens.weight
+        with torch.inference_mode(built_in_inference_mode):
+            runner.refresh()
+        assert runner._head_rows.is_inference() == built_in_inference_mode
+        outside = [i for i in range(KEEP, len(engine.tokenizer)) if i not in set(engine.tokenizer.all_special_ids)]
+        with torch.inference_mode(not built_in_inference_mode):
+            assert runner.add_columns(outside[:3]) == 3
+        assert runner._head.shape[0] == len(runner.output_ids) and torch.equal(runner._head, embed[runner.output_ids])
+        result = engine.run_infill(InfillRequest(prefix="x = 1\n", suffix="\n", params=DenoiseParams(
+            temperature=0.0, max_steps=2, verify_weight=1.0)))
+        assert not result.cancelled
+    finally:
+        engine.close()
