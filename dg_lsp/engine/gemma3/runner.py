@@ -51,6 +51,11 @@ class Gemma3Runner(ModelRunner):
             raise ValueError("the output vocabulary lacks the pad token")
         self.pad_column = pad_col
 
+    def float32_parameters(self) -> list:
+        """The adapter's LoRA factors: created in float32 by a load in any dtype, and merged in float32
+        (adapter.LoRALinear.merge), so a cast keeps them as a load would."""
+        return [p for m in self.adapter.modules.values() for p in (m.lora_a, m.lora_b)]
+
     def refresh(self) -> None:
         """After a load or a dtype cast: the restricted output head, and the adapter's merged inference weights
         (adapter.LoRALinear.merge: one matmul per adapted linear in a decoder pass)."""

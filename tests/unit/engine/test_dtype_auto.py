@@ -53,6 +53,22 @@ def test_a_trial_that_fails_restores_the_float32_weights_exactly(engine, monkeyp
     assert engine.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n")).text == want
 
 
+def test_a_failed_trial_leaves_the_rotary_buffers_exactly_as_they_were(engine, monkeypatch):
+    """The rotary embeddings' inverse frequencies are buffers outside the state dict: the cast keeps them float32
+    (ModelRunner.set_dtype), so after a rejected trial they are the loaded ones to the bit."""
+    def buffers():
+        return {k: v.detach().clone() for k, v in engine.runner.model.named_buffers() if k.endswith("inv_freq")}
+
+    before = buffers()
+    assert before
+    monkeypatch.setattr(dtype_auto, "matmul_probe", lambda: {"float32_ms": 2.0, "bfloat16_ms": 1.0,
+                                                             "bfloat16_speedup": 2.0})
+    monkeypatch.setattr(dtype_auto, "AGREE", 1.01)
+    assert engine.settle_dtype()["chosen"] == "float32"
+    after = buffers()
+    assert all(after[k].dtype == torch.float32 and torch.equal(after[k], before[k]) for k in before)
+
+
 def test_a_trial_that_passes_runs_in_bfloat16_and_the_gemma_runner_refreshes_its_head(tmp_path, monkeypatch):
     from dg_lsp.engine.gemma3.tiny import build_tiny
 

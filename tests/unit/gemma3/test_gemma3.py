@@ -479,6 +479,32 @@ def test_head_product_is_the_plain_product_for_sliced_and_batched_rows():
         torch.testing.assert_close(out, hidden.contiguous() @ head.t())
 
 
+def test_a_model_cast_to_bfloat16_is_the_model_loaded_in_bfloat16(adapted_dir):
+    """dtype `auto` casts a float32 engine (ModelRunner.set_dtype). The cast keeps in float32 what a load in
+    bfloat16 does (the rotary inverse frequencies, the LoRA factors), so both engines give the same decoder and
+    base logits to the bit."""
+    from dg_lsp.engine import Engine
+
+    logits = {}
+    for how in ("loaded", "cast"):
+        engine = Engine.load(str(adapted_dir), device="cpu", dtype="bfloat16" if how == "loaded" else "float32")
+        try:
+            runner = engine.runner
+            if how == "cast":
+                runner.set_dtype(torch.bfloat16)
+            inv = [b for name, b in runner.model.named_buffers() if name.endswith("inv_freq")]
+            assert inv and all(b.dtype == torch.float32 for b in inv)
+            assert all(p.dtype == torch.float32 for p in runner.float32_parameters())
+            prompt, canvas, _ = engine.prepare(InfillRequest(prefix="def f(x):\n    y = x + 1\n    return ",
+                                                             suffix="\n"))
+            cache, _ = runner.encode(prompt)
+            ids, pos = canvas.canvas_ids, canvas.position_ids()
+            logits[how] = (runner.decode(ids, cache, pos, None, None), runner.verify(ids, cache, pos, ids.shape[1]))
+        finally:
+            engine.close()
+    assert all(torch.equal(a, b) for a, b in zip(logits["loaded"], logits["cast"]))
+
+
 def _greedy_oracle(model, prompt: list[int], allowed: set[int], stops: set[int], n: int) -> tuple[list[int], float]:
     """Greedy tokens of `model` after `prompt` over the `allowed` ids only, each step recomputed from scratch, and
     the smallest margin between the best and second-best allowed logit on the way."""
