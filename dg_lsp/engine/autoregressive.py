@@ -33,9 +33,7 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
     prefix_ids, tail = life.heal_prefix(prefix, heal)
     prompt = build_prompt(prefix_ids, life.prompt_budget(max_prompt_tokens), life.bos_id)
     if restricted:  # the prompt's tokens the columns lack become writable, as for a fill (InfillLifecycle.prepare)
-        added = runner.add_columns(prompt)
-        if added:
-            life.columns.grown(added)
+        life.add_columns(prompt)
     t_tok = ms(t0)
     t1 = time.perf_counter()
     cache, hidden = runner.encode(prompt)

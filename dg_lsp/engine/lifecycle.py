@@ -137,10 +137,8 @@ class InfillLifecycle:
         prompt = build_prompt(prefix_ids, self.prompt_budget(request.max_prompt_tokens), self.bos_id)
         # the prompt's tokens the output vocabulary lacks become writable (Gemma3Runner.add_columns), before anything
         # per column is built for this request; only where the walk verifies, which never shares a batch
-        added = self.loop.verifies(request.params) and hasattr(self.runner, "add_columns") \
-            and self.runner.add_columns(prompt + suffix_ids)
-        if added:
-            self.columns.grown(added)
+        if self.loop.verifies(request.params):
+            self.add_columns(prompt + suffix_ids)
         canvas = self.build_canvas(request, prompt, suffix_ids)
         if heal:
             canvas.first_columns = self.columns.first_columns(heal)
@@ -165,6 +163,14 @@ class InfillLifecycle:
                 canvas.block_end = BlockEnd(self.columns.column_texts(), heal, int(request.block_indent),
                                             request.block_lines, request.rest_of_line)
         return canvas.prompt_ids, canvas, heal
+
+    def add_columns(self, ids) -> int:
+        """The tokens of `ids` that the output columns lack join them (Gemma3Runner.add_columns) and the column texts
+        grow with them; how many joined (0 for a runner without a restricted vocabulary)."""
+        added = self.runner.add_columns(ids) if hasattr(self.runner, "add_columns") else 0
+        if added:
+            self.columns.grown(added)
+        return added
 
     def heal_prefix(self, prefix: str, heal: bool = True) -> tuple[list[int], str]:
         """The prefix's tokens that the prompt keeps, and the healing tail the hole writes back (engine/healing.py):

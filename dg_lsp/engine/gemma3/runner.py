@@ -77,7 +77,7 @@ class Gemma3Runner(ModelRunner):
         n = len(self._vocab)
         room = max(0, self._own_columns + self.MAX_ADDED_COLUMNS - n)
         self._head_rows = embed.new_empty(n + room, embed.shape[1])
-        torch.index_select(embed, 0, self._vocab.ids.to(embed.device), out=self._head_rows[:n])
+        self._vocab.head_weight(embed, out=self._head_rows[:n])
         self._head = self._head_rows[:n]
         self._head_int8 = Int8Linear(self._head) if self.int8 else None
         self._head_packed = P.PackedWeight(self._head) if self.packed == "all" else None

@@ -51,9 +51,9 @@ class OutputVocab:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def head_weight(self, embed_weight: torch.Tensor) -> torch.Tensor:
-        """Rows of the tied embedding matrix that form the restricted head: [V', H]."""
-        return embed_weight.index_select(0, self.ids.to(embed_weight.device))
+    def head_weight(self, embed_weight: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows of the tied embedding matrix that form the restricted head: [V', H] (written into `out` where given)."""
+        return torch.index_select(embed_weight, 0, self.ids.to(embed_weight.device), out=out)
 
     def to_rows(self, full_ids: torch.LongTensor) -> torch.LongTensor:
         """Full ids -> head rows (-1 where the id is outside the vocabulary)."""
