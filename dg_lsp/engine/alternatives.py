@@ -65,6 +65,14 @@ def line_mode(prefix: str, suffix: str, text: str, one_line: bool) -> tuple[str,
     return None
 
 
+def riding_mode(prefix: str, suffix: str) -> str | None:
+    """The mode `line_mode` gives any answer it applies to, from the text around the cursor alone; None where it
+    applies to none."""
+    if suffix == "" or suffix.startswith(("\n", "\r\n")):
+        return "end"
+    return "whole" if not prefix.rpartition("\n")[2].strip() else None
+
+
 def after_heal(text: str, heal: str) -> str | None:
     """What a hole's text writes after the healing tail (`healing.unheal`'s reading, trailing blanks kept): a text
     that starts with fewer line breaks than the tail counts as having the tail's; None where the text does not
@@ -132,12 +140,75 @@ class _Branch:
         return 0 if self.held is None else self.held[0][0].shape[-2]
 
 
+class Riders:
+    """Branches written during the walk: from the base pass after the one that kept a branch's token, each live
+    branch rides the walk's base passes as more rows of the same pass (runner.verify's `riders`), so that its line
+    is partly or wholly written when the walk ends. The branches are `Alternatives._branches` of the tokens the walk
+    has kept so far (where the base model hesitated: the same rule, the same order, the same limit), each drafting
+    from the walk's tokens after its branch point; a rider's row changes nothing of the walk's row, and a branch's
+    text is the base model's greedy line whatever its drafts, so the answers are those of writing the branches after
+    the walk, in fewer passes after it. `Alternatives.choose` takes over the branches it also finds, as they stand."""
+
+    def __init__(self, alternatives: "Alternatives", started, mode: str, head: str):
+        self.alt = alternatives
+        self.mode, self.heal = mode, started.heal
+        self.lead_len = started.canvas.lead
+        self.lead = started.canvas.canvas_ids[0, :self.lead_len].tolist()
+        self.hole = int((~started.canvas.pinned[0, self.lead_len:]).long().cumprod(0).sum())  # slots after the lead
+        self.start = len(started.prompt)
+        self.limit = started.request.params.alternatives
+        self.context = started.prompt + self.lead + alternatives.lc.tokenize(head)
+        self.branches: dict[tuple, _Branch] = {}  # by the tokens a branch started with
+        self.live: list[_Branch] = []
+        self.rides = 0  # base passes of the walk the branches rode
+
+    def rows(self, row: list[int], kept: list[bool], base_top: dict, mask_id: int) -> list:
+        """The riding rows of the walk's next base pass (runner.base_rows's), given the walk's row (its tokens, which
+        of them are kept, the base model's best tokens where kept); [] where no branch is live."""
+        hole = row[self.lead_len:self.lead_len + self.hole]
+        done = kept[self.lead_len:self.lead_len + self.hole]
+        n = next((i for i, k in enumerate(done) if not k), len(done))
+        ids, tops = hole[:n], [base_top.get(self.lead_len + i) for i in range(n)]
+        for b in self.alt._branches(ids, tops, self.heal, self.limit):
+            key = tuple(b.ids)
+            if key not in self.branches:
+                after = hole[len(b.ids):]
+                b.draft = after[:after.index(mask_id)] if mask_id in after else after
+                self.branches[key] = b
+        self.live = [b for b in self.branches.values() if not b.done]
+        for b in self.live:
+            if not b.draft:
+                b.draft = lookup(b.ids, self.context)
+        return self.alt._row_specs(self.live, self.lead, self.start)
+
+    def take(self, hidden: torch.Tensor, view) -> None:
+        """Keep what the pass wrote for the riding rows (`hidden` [R, W, H], rows 1.. of `view`)."""
+        self.alt._keep(self.live, hidden, view, 1, self.lead, self.heal, self.mode)
+        self.rides += 1
+        self.alt.lc.stats["alternativeRides"] += 1
+
+
 class Alternatives:
     """The module's steps for the lifecycle's requests (InfillLifecycle.finish, after the walk)."""
 
     def __init__(self, lifecycle):
         self.lc = lifecycle
         self.runner = lifecycle.runner
+
+    def riders(self, started) -> Riders | None:
+        """Riders for a request's walk, where alternatives may apply to its answer (`applies`, so far as the request
+        alone tells: the mode comes from the text around the cursor), else None."""
+        request = started.request
+        if not request.params.alternatives or not getattr(self.runner, "verify_rides", False):
+            return None
+        if not self.lc.loop.verifies(request.params) or started.canvas.lead < 1 or started.canvas.batch_size != 1:
+            return None
+        if not request.use_suffix:
+            return None
+        mode = riding_mode(request.prefix, request.suffix)
+        if mode is None or not suffix_head(request.suffix, mode).strip():
+            return None
+        return Riders(self, started, mode, suffix_head(request.suffix, mode))
 
     def applies(self, started, result, out=None) -> tuple[str, str] | None:
         """(mode, line) for a result alternatives may change (line_mode), else None."""
@@ -174,9 +245,13 @@ class Alternatives:
         if walked is None:
             return result
         ids, tops = walked
-        # 1. where the base model hesitated, the lines it would have written; and lines that bind a name the suffix
-        # reads and the prefix never mentions (InfillRequest.free_names), which the base model cannot think of
+        # 1. where the base model hesitated, the lines it would have written (those that rode the walk as far as
+        # they got); and lines that bind a name the suffix reads and the prefix never mentions
+        # (InfillRequest.free_names), which the base model cannot think of
         branches = self._branches(ids, tops, heal, request.params.alternatives)
+        riders = getattr(started, "riders", None)
+        if riders is not None and riders.mode == mode:
+            branches = [riders.branches.get(tuple(b.ids), b) for b in branches]
         # (names come only where blanks alone precede the cursor on its line: a whole line goes there)
         branches += self._started(name_starts(request.free_names, line, request.prefix, request.suffix), heal)
         if not branches:
@@ -257,16 +332,16 @@ class Alternatives:
         positions = torch.arange(start, start + width, dtype=torch.long).unsqueeze(0).expand(len(rows), -1)
         return self.runner.base_hidden(ids, cache, positions), ids
 
+    @staticmethod
+    def _row_specs(live: list[_Branch], lead: list[int], start: int) -> list[tuple[list[int], int, list | None]]:
+        """Each live branch's row of a base pass: (its tokens lead + ids + draft after those it holds keys and values
+        for, the position of the first, what it holds)."""
+        return [((lead + b.ids + b.draft)[b.n_held:], start + b.n_held, b.held) for b in live]
+
     def _forward_held(self, live: list[_Branch], lead: list[int], start: int, cache):
         """One causal base pass feeding each branch its tokens (lead + ids + draft) after those it holds keys and
         values for (cache_view.RowsCache): (hidden [B, W, H], the cache view)."""
-        rows = [(lead + b.ids + b.draft)[b.n_held:] for b in live]
-        width = max(len(r) for r in rows)
-        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
-        positions = torch.tensor([[start + b.n_held + j for j in range(width)] for b in live], dtype=torch.long)
-        view = self.runner.rows_cache(cache, [b.held for b in live])
-        return self.runner.base_hidden(ids, view, positions), view
+        return self.runner.base_rows(self._row_specs(live, lead, start), cache)
 
     def _score(self, seqs: list[list[int]], lead: list[int], start: int, cache):
         """log p(seq | prompt, lead) under the base model for each sequence (float). A token outside the restricted vocabulary is scored with its own logit beside the
@@ -317,6 +392,12 @@ class Alternatives:
             if not b.draft:
                 b.draft = lookup(b.ids, context)
         hidden, view = self._forward_held(live, lead, start, cache)
+        return self._keep(live, hidden, view, 0, lead, heal, mode)
+
+    def _keep(self, live: list[_Branch], hidden: torch.Tensor, view, offset: int, lead: list[int], heal: str,
+              mode: str) -> list[_Branch]:
+        """`_extend`'s keeping, from a pass whose rows `offset`, `offset + 1`, ... of `hidden` and of the cache
+        `view` fed the live branches (`_row_specs`); returns the forks it starts."""
         logits = self.runner.head_logits(hidden)
         best_cols = logits.argmax(dim=-1)
         best = self.runner.ids_of(best_cols).tolist()
@@ -327,7 +408,7 @@ class Alternatives:
             k = fed - 1 - b.n_held  # the fed row that predicts the token after b.ids
             if b.fork:
                 b.fork = False
-                forks += self._forks(b, logits[i, k], cols[k], view.kept(i, fed - b.n_held), heal, mode)
+                forks += self._forks(b, logits[i, k], cols[k], view.kept(offset + i, fed - b.n_held), heal, mode)
             q = 0  # drafted tokens kept so far
             while True:
                 if texts[cols[k + q]] is None:  # an end or special token: the line ends here
@@ -350,7 +431,7 @@ class Alternatives:
                 b.draft = rest[later + 1:] if q > 0 or later > 0 else []
                 break
             if not b.done:  # the tokens fed as kept: the answer's, its own and the agreed drafts
-                b.held = view.kept(i, fed + q - b.n_held)
+                b.held = view.kept(offset + i, fed + q - b.n_held)
         return forks
 
     def _forks(self, b: _Branch, logits: torch.Tensor, best: int, held, heal: str, mode: str) -> list[_Branch]:

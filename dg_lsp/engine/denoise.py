@@ -135,9 +135,11 @@ class DenoiseLoop:
     @torch.inference_mode()
     def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
             cancel: threading.Event | None = None, deadline: float | None = None,
-            initial_canvas: torch.LongTensor | None = None) -> DenoiseOutcome:
+            initial_canvas: torch.LongTensor | None = None, riders=None) -> DenoiseOutcome:
+        """`riders` (alternatives.Riders): rows that ride an AR-verified walk's base passes (VerifiedWalk.run)."""
         if initial_canvas is None and self.verifies(params):
-            return VerifiedWalk(self.runner, int(self.mask_id)).run(canvas, cache, params, generator, cancel, deadline)
+            return VerifiedWalk(self.runner, int(self.mask_id)).run(canvas, cache, params, generator, cancel, deadline,
+                                                                    riders)
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned

@@ -40,7 +40,9 @@ def new_stats() -> dict:
             "healMismatches": 0,
             # one-line answers weighed against alternatives (engine/alternatives.py), those an alternative won, and
             # the base passes they took
-            "alternativeRuns": 0, "alternativeChosen": 0, "alternativePasses": 0}
+            "alternativeRuns": 0, "alternativeChosen": 0, "alternativePasses": 0,
+            # base passes of a walk that alternatives' branches rode (alternatives.Riders)
+            "alternativeRides": 0}
 
 
 @dataclass
@@ -57,6 +59,7 @@ class StartedInfill:
     deadline: float | None  # time.monotonic() past which the loop returns its best canvas
     t0: float  # time.perf_counter() at start
     timings: dict  # tokenize, encode (ms)
+    riders: object = None  # alternatives.Riders: branches that ride the walk's base passes, or None
 
 
 def first_open(out: DenoiseOutcome, row: int, hole: int, lead: int) -> int | None:
@@ -217,8 +220,9 @@ class InfillLifecycle:
     def run(self, request: InfillRequest) -> InfillResult:
         started = self.start(request)
         t2 = time.perf_counter()
+        started.riders = self.alternatives.riders(started)
         out = self.loop.run(started.canvas, started.cache, request.params, started.generator, request.cancel,
-                            started.deadline)
+                            started.deadline, riders=started.riders)
         return self.finish(started, out, denoise_ms=ms(t2))
 
     # -- finishing ----------------------------------------------------------------------------

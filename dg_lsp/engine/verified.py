@@ -33,7 +33,7 @@ class VerifiedWalk:
 
     @torch.inference_mode()
     def run(self, canvas: InfillCanvas, cache, params: DenoiseParams, generator: torch.Generator | None,
-            cancel: threading.Event | None = None, deadline: float | None = None) -> DenoiseOutcome:
+            cancel: threading.Event | None = None, deadline: float | None = None, riders=None) -> DenoiseOutcome:
         """AR-verified left-to-right decoding: the diffusion decoder drafts, the base model checks.
 
         A decoder pass over the canvas (bidirectional, the suffix head pinned, the slots not kept [MASK]) drafts
@@ -59,7 +59,8 @@ class VerifiedWalk:
         where the decoder ends the hole; any w gives the base model's choice everywhere but at a walk's first slot.
         With params.start_slots the decoder's passes see a narrowed hole until the walk nears its end
         (engine/active_hole.py); a one-row walk's base passes hold the kept slots' keys and values
-        (runner.walk_cache)."""
+        (runner.walk_cache), and carry the rows of `riders` (alternatives.Riders, where the runner's verify takes
+        them: `runner.verify_rides`), which see nothing of the walk's row nor it of theirs."""
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
@@ -87,6 +88,8 @@ class VerifiedWalk:
         t_hi = max(params.temperature, 1e-6)
         view = ActiveHole.of(canvas, params.start_slots, self.runner)  # engine/active_hole.py
         walk = self.runner.walk_cache(cache) if b == 1 and hasattr(self.runner, "walk_cache") else None
+        if walk is None or base_top is None or not getattr(self.runner, "verify_rides", False):
+            riders = None
 
         def draft(remaining: int):
             """A decoder pass over the kept slots (the open ones [MASK]) and its drafts: (raw, decoder argmax
@@ -125,8 +128,14 @@ class VerifiedWalk:
                               for r in range(b) if not bool(finished[r])), default=0)
             width = min(length, max(int(reach) + 2, first_open + 1))
             forwards += (~finished).int()  # a base pass is a forward too: tokens_per_forward counts both kinds
-            base = constrain(self.runner.verify(current, cache, positions, width, walk), _narrow(canvas, width),
-                             [(col, bias[:, :width]) for col, bias in biases])
+            rows = [] if riders is None else riders.rows(current[0].tolist(), kept[0].tolist(), base_top[0],
+                                                          self.mask_id)
+            if rows:
+                base, ridden, rows_view = self.runner.verify(current, cache, positions, width, walk, rows)
+                riders.take(ridden, rows_view)
+            else:
+                base = self.runner.verify(current, cache, positions, width, walk)
+            base = constrain(base, _narrow(canvas, width), [(col, bias[:, :width]) for col, bias in biases])
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             base_lp = torch.log_softmax(base, dim=-1)

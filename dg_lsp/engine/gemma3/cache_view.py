@@ -109,8 +109,9 @@ class WalkCache:
         self.length = 0  # canvas positions held, from the canvas's first
         self._view: RowsCache | None = None
 
-    def view(self) -> RowsCache:
-        self._view = RowsCache.of(self.cache, [self.held])
+    def view(self, riders: list = ()) -> RowsCache:
+        """The walk's row (row 0), and after it rows that hold `riders` (RowsCache's `held`), riding the pass."""
+        self._view = RowsCache.of(self.cache, [self.held, *riders])
         return self._view
 
     def commit(self, count: int) -> None:
@@ -122,6 +123,16 @@ class WalkCache:
         held = view.kept(0, count)
         if held is not self.held:
             self.held, self.length = held, self.length + count
+
+
+def pad_rows(rows: list[tuple[list[int], int]], pad: int) -> tuple[torch.LongTensor, torch.LongTensor]:
+    """Rows of a causal pass over a RowsCache (tokens, first position), right-padded with `pad` to the longest:
+    (ids [B, W], positions [B, W], each row's counting on from its first). A row's padding comes after its
+    tokens, so in a causal pass it changes none of their states."""
+    width = max(len(r) for r, _ in rows)
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows], dtype=torch.long)
+    positions = torch.tensor([[p + j for j in range(width)] for _, p in rows], dtype=torch.long)
+    return ids, positions
 
 
 def open_masks(cache: ReadOnlyCache, layer_types: list[str], batch: int, length: int, device=None):

@@ -192,6 +192,7 @@ class Gemma3Runner(ModelRunner):
         return logits, hidden
 
     verifies = True  # verify(): the base model's causal logits over a canvas (VerifiedWalk)
+    verify_rides = True  # verify() takes riders: more rows of the same pass (alternatives.Riders)
 
     def walk_cache(self, cache) -> C.WalkCache:
         """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""
@@ -199,30 +200,51 @@ class Gemma3Runner(ModelRunner):
 
     @torch.inference_mode()
     def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int,
-               walk: C.WalkCache | None = None) -> torch.Tensor:
+               walk: C.WalkCache | None = None, riders: list | None = None):
         """The base model (adapters off), causal over the canvas's first `width` positions after the same cache view
         as a decoder pass: logits [B, width, V'] (float32, over `output_ids`), realigned as decode()'s, so position j
         holds the pretrained next-token prediction after the canvas up to j - 1 (position 0, the pinned lead, holds
         the lead's own row and is never read). The AR twin's prediction, exact wherever the tokens left of j are the
         answer's. With `walk` (walk_cache, holding the canvas's first `walk.length` positions) the pass runs from
         there: positions up to `walk.length` hold zeros (the walk has kept them), and the positions after hold the
-        same predictions."""
+        same predictions.
+        `riders` (with `walk`, one row): more rows of the same pass, as `base_rows` takes them (the suggested
+        alternatives' lines, engine/alternatives.py Riders): then (logits, their hidden states [R, W, H] from row 1
+        of the view, the view), the walk's row unchanged by them (each row sees only the prompt, what it holds and
+        its own tokens)."""
         b = canvas.shape[0]
         start = 0 if walk is None else walk.length
-        hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk.view(),
-                                  position_ids[:, start:width].expand(b, -1))
+        if riders:
+            assert walk is not None and b == 1, "riders ride a one-row walk's base pass"
+            own = (canvas[0, start:width].tolist(), int(position_ids[0, start]))
+            ids, positions = C.pad_rows([own] + [(r, p) for r, p, _ in riders], self.pad_id)
+            view = walk.view([h for _, _, h in riders])
+            both = self.base_hidden(ids, view, positions)
+            hidden, extra = both[:1, :width - start], both[1:]
+        else:
+            hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk.view(),
+                                      position_ids[:, start:width].expand(b, -1))
         small = self.head_logits(hidden)  # row i -> position start + i + 1
         if walk is None:
             return torch.cat([small[:, :1], small[:, :-1]], dim=1)
         out = small.new_zeros(b, width, small.shape[-1])
         out[:, start + 1:] = small[:, :width - start - 1]
-        return out
+        return (out, extra, view) if riders else out
 
     scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
 
     def rows_cache(self, cache, held: list) -> C.RowsCache:
         """A base-pass cache view: the prompt's `cache`, then each row's held keys and values (cache_view.RowsCache)."""
         return C.RowsCache.of(cache, held)
+
+    @torch.inference_mode()
+    def base_rows(self, rows: list[tuple[list[int], int, list | None]], cache) -> tuple[torch.Tensor, C.RowsCache]:
+        """One causal base pass over rows of different lengths after the prompt's `cache`: each row (its tokens,
+        the position of the first, the keys and values it holds or None; RowsCache) right-padded (pad_rows).
+        Returns (hidden [B, W, H], the cache view, whose `kept` gives a row's keys and values after the pass)."""
+        ids, positions = C.pad_rows([(r, p) for r, p, _ in rows], self.pad_id)
+        view = self.rows_cache(cache, [h for _, _, h in rows])
+        return self.base_hidden(ids, view, positions), view
 
     @torch.inference_mode()
     def base_hidden(self, ids: torch.LongTensor, cache, position_ids: torch.LongTensor) -> torch.Tensor:

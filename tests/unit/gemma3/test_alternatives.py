@@ -267,3 +267,49 @@ def test_a_line_starts_branch_forks_and_every_fork_writes_the_base_models_greedy
         for k in range(len(start_ids) + 1, len(b.ids)):
             hidden, _ = alt._forward([b.ids[:k]], lead, len(started.prompt), started.cache)
             assert int(runner.ids_of(runner.head_logits(hidden)[0, -1].argmax())) == b.ids[k]
+
+
+def test_riding_mode_is_line_modes_mode_from_the_text_around_the_cursor():
+    assert AL.riding_mode("x = 1\n    ", "return x\n") == "whole"
+    assert AL.riding_mode("x = foo(", "\nreturn x\n") == "end" and AL.riding_mode("x = foo(", "") == "end"
+    assert AL.riding_mode("x = 1", "return x\n") is None  # code before the cursor, text after it on its line
+    for prefix, suffix, text in (("x = 1\n    ", "return x\n", "y = 2\n"), ("x = foo(", "\nreturn x\n", "a, b)")):
+        assert line_mode(prefix, suffix, text, True)[0] == AL.riding_mode(prefix, suffix)
+
+
+def test_branches_that_ride_the_walk_write_the_same_lines_in_fewer_passes_after_it(engine, unsure, monkeypatch):
+    # riders (alternatives.Riders) ride the walk's base passes: the walk's answer, the lines weighed and their
+    # scores are those of writing every branch after the walk, and fewer passes run after it
+    def run(riding: bool):
+        monkeypatch.setattr(engine.runner, "verify_rides", riding)
+        before = dict(engine.stats)
+        result = engine.run_infill(_request())
+        return result, {k: engine.stats[k] - before[k] for k in ("alternativePasses", "alternativeRides")}
+
+    alone, alone_counts = run(False)
+    riding, riding_counts = run(True)
+    assert alone_counts["alternativeRides"] == 0 and riding_counts["alternativeRides"] > 0
+    assert riding.text == alone.text and len(alone.alternatives) >= 2
+    assert [t for t, _ in riding.alternatives] == [t for t, _ in alone.alternatives]
+    assert [s for _, s in riding.alternatives] == pytest.approx([s for _, s in alone.alternatives], abs=1e-4)
+    assert riding_counts["alternativePasses"] < alone_counts["alternativePasses"]
+
+
+def test_a_riding_row_changes_nothing_of_the_walks_row(engine):
+    # runner.verify with riders: the walk's logits are those of its pass alone, and each riding row's hidden states
+    # those of a pass over its row alone (runner.base_rows)
+    started = engine.lifecycle.start(_request())
+    runner, cache, start = engine.runner, started.cache, len(started.prompt)
+    canvas = started.canvas.canvas_ids.clone()
+    positions = started.canvas.position_ids()
+    width = min(canvas.shape[1], 6)
+    alone = runner.verify(canvas, cache, positions, width, runner.walk_cache(cache))
+    rows = [([5, 6, 7, 8, 9, 10, 11, 12], start, None), ([13], start, None)]
+    walk = runner.walk_cache(cache)
+    logits, ridden, view = runner.verify(canvas, cache, positions, width, walk, rows)
+    assert torch.allclose(logits, alone, atol=1e-5)
+    for i, (ids, first, _) in enumerate(rows):
+        own, _ = runner.base_rows([(ids, first, None)], cache)
+        assert torch.allclose(ridden[i, :len(ids)], own[0], atol=1e-5)
+    walk.commit(2)  # the walk's row keeps what it held, the riding rows nothing of it
+    assert walk.length == 2 and view.kept(1, 3)[0][0].shape[-2] == 3
