@@ -239,6 +239,9 @@ class Alternatives:
         mode, line = found
         request, heal = started.request, started.heal
         head = suffix_head(request.suffix, mode)
+        line_seq = self._tokens(heal, line, head)
+        if line_seq is None:  # no safe token boundary: the answer's line cannot be scored, so nothing weighs against it
+            return result
         lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
         start = len(started.prompt)
         walked = self._walked(out, started.canvas.lead, heal, line)
@@ -258,25 +261,30 @@ class Alternatives:
             return result
         context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be
         passes = 0
+        lines = {line: line_seq}  # every finished line's tokens (None: not scored), the answer's first
+        done_scores: dict[str, float] = {}  # lines already scored, riding a pass that wrote the others
         while passes < MAX_PASSES and not self._out_of_time(started):
             live = [b for b in branches if not b.done]
             if not live:
                 break
-            branches += self._extend(live, lead, start, started.cache, heal, mode, context)
+            riding = self._unscored(branches, lines, done_scores, heal, head)
+            branches += self._extend(live, lead, start, started.cache, heal, mode, context, riding, done_scores)
             passes += 1
             self.lc.stats["alternativePasses"] += 1
         texts = list(dict.fromkeys(b.text for b in branches if b.done and b.text and b.text != line))
         if not texts or self._out_of_time(started):
             return result
-        # 2 and 3. every line scored with the suffix head, the answer's among them, in one pass; the best kept
-        seqs = [(t, self._tokens(heal, t, head)) for t in [line] + texts]
-        seqs = [(t, s) for t, s in seqs if s is not None]
-        if not seqs or seqs[0][0] != line:
-            return result
-        scores = self._score([s for _, s in seqs], lead, start, started.cache)
-        passes += 1
-        self.lc.stats["alternativePasses"] += 1
-        scored = {t: v for (t, _), v in zip(seqs, scores)}
+        # 2 and 3. every line scored with the suffix head, the answer's among them (those not scored yet in one more
+        # pass); the best kept
+        self._unscored(branches, lines, done_scores, heal, head)
+        seqs = [(t, lines[t]) for t in [line] + texts if lines[t] is not None]
+        rest = [(t, seq) for t, seq in seqs if t not in done_scores]
+        if rest:
+            done_scores.update(zip([t for t, _ in rest], self._score([seq for _, seq in rest], lead, start,
+                                                                     started.cache)))
+            passes += 1
+            self.lc.stats["alternativePasses"] += 1
+        scored = {t: done_scores[t] for t, _ in seqs}
         best = max(scored, key=lambda t: (scored[t], t == line))
         self.lc.stats["alternativeRuns"] += 1
         forwards = result.generated_tokens / result.tokens_per_forward if result.tokens_per_forward else 0.0
@@ -347,6 +355,11 @@ class Alternatives:
         """log p(seq | prompt, lead) under the base model for each sequence (float). A token outside the restricted vocabulary is scored with its own logit beside the
         restricted ones (the normaliser then lacks the rest of the full vocabulary, a small overestimate)."""
         hidden, ids = self._forward(seqs, lead, start, cache)
+        return self._score_hidden(hidden, ids, seqs, lead)
+
+    def _score_hidden(self, hidden: torch.Tensor, ids: torch.LongTensor, seqs: list[list[int]],
+                      lead: list[int]) -> list[float]:
+        """`_score` from a pass's hidden states [B, W, H] over `lead + seq` rows, their ids [B, W] (padded)."""
         logits = self.runner.head_logits(hidden)  # [B, W, V'], row j predicts ids[:, j + 1]
         targets = ids[:, 1:].to(logits.device)
         rows = self.runner.output_vocab.to_rows(targets)
@@ -381,18 +394,41 @@ class Alternatives:
             positions += int(found)
         return out
 
+    def _unscored(self, branches: list[_Branch], lines: dict, done_scores: dict, heal: str,
+                  head: str) -> list[tuple[str, list[int]]]:
+        """The finished lines not scored yet, as (text, tokens of heal + line + head), the answer's first; `lines`
+        takes the tokens of each newly finished line (None where they do not add up to its text: never scored)."""
+        for b in branches:
+            if b.done and b.text and b.text not in lines:
+                lines[b.text] = self._tokens(heal, b.text, head)
+        return [(t, seq) for t, seq in lines.items() if seq is not None and t not in done_scores]
+
     def _extend(self, live: list[_Branch], lead: list[int], start: int, cache, heal: str, mode: str,
-                context: list[int] = ()) -> list[_Branch]:
+                context: list[int] = (), riding: list[tuple[str, list[int]]] = (),
+                done_scores: dict | None = None) -> list[_Branch]:
         """One pass for every live branch: keep its drafted tokens the base model agrees with, and one more. A branch
         with nothing left to draft from the answer drafts what followed its last tokens in `context` (the prompt
         and the suffix head: code repeats its names), prompt-lookup decoding. A line start's branch (`fork`) also
         starts a branch at each other token the base model gives at least P_ALT after the start (`m = 0`,
-        `m = []`, `m = l[0]`: the suffix tells them apart, the base model's greedy choice cannot); returns those."""
+        `m = []`, `m = l[0]`: the suffix tells them apart, the base model's greedy choice cannot); returns those.
+        `riding`: finished lines (text, tokens) scored in the same pass (`_score`'s rows, packed beside the branches'
+        so that none is padded to another's length), their scores put in `done_scores`."""
         for b in live:
             if not b.draft:
                 b.draft = lookup(b.ids, context)
-        hidden, view = self._forward_held(live, lead, start, cache)
-        return self._keep(live, hidden, view, 0, lead, heal, mode)
+        if not riding:
+            hidden, view = self._forward_held(live, lead, start, cache)
+            return self._keep(live, hidden, view, 0, lead, heal, mode)
+        rows = self._row_specs(live, lead, start) + [(lead + seq, start, None) for _, seq in riding]
+        hidden, view = self.runner.base_packed(rows, cache)
+        n = len(live)
+        forks = self._keep(live, hidden[:n, :max(len(r) for r, _, _ in rows[:n])], view, 0, lead, heal, mode)
+        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
+        width = max(len(r) for r, _, _ in rows[n:])
+        ids = torch.tensor([lead + seq + [pad] * (width - len(lead) - len(seq)) for _, seq in riding], dtype=torch.long)
+        scores = self._score_hidden(hidden[n:, :width], ids, [seq for _, seq in riding], lead)
+        done_scores.update(zip([t for t, _ in riding], scores))
+        return forks
 
     def _keep(self, live: list[_Branch], hidden: torch.Tensor, view, offset: int, lead: list[int], heal: str,
               mode: str) -> list[_Branch]:

@@ -108,8 +108,8 @@ class VerifiedWalk:
             if raw is None:
                 raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
-            entropy = sampler.token_entropy(raw / temp, params.reference_sampling)
             open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
+            entropy = _entropy_at(raw, temp, open_, params.reference_sampling)
             drafts = sampler.left_to_right_accept(entropy, params.entropy_bound, open_, torch.zeros_like(open_)) & open_
             best_cols = raw.argmax(dim=-1)
             return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
@@ -138,11 +138,13 @@ class VerifiedWalk:
             base = constrain(base, _narrow(canvas, width), [(col, bias[:, :width]) for col, bias in biases])
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
-            base_lp = torch.log_softmax(base, dim=-1)
+            # greedy, the rows left of every row's first open slot are never read (sampling keeps every row's draws)
+            lo = first_open if greedy else 0
+            base_lp = torch.log_softmax(base[:, lo:], dim=-1)  # position lo + i at row i, as everything below
             # the decoder's say: at a walk's first slot, the one place where it saw the kept left context; right of
             # it the decoder drafted beside [MASK]s while the base model reads the agreed drafts, so there the base
             # model's prediction alone decides (the decoder only proposes)
-            scores = (base_lp + weight * torch.log_softmax(raw[:, :width], dim=-1), base_lp)
+            scores = (base_lp + weight * torch.log_softmax(raw[:, lo:width], dim=-1), base_lp)
             picks = []
             for score in scores:
                 if pad_col is not None:
@@ -151,7 +153,7 @@ class VerifiedWalk:
                 picks.append((self.runner.ids_of(chosen).tolist(), chosen.tolist()))
             decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
             if base_top is not None:
-                top_p, top_cols = base_lp.exp().topk(min(BASE_TOP, base_lp.shape[-1]), dim=-1)  # [B, width, k]
+                top_p, top_cols = base_lp.exp().topk(min(BASE_TOP, base_lp.shape[-1]), dim=-1)  # [B, width - lo, k]
                 top_ids, top_p = self.runner.ids_of(top_cols).tolist(), top_p.tolist()
             read = current.tolist()
             for r in range(b):
@@ -164,7 +166,7 @@ class VerifiedWalk:
                     if p >= width:
                         break
                     (ids_r, cols_r) = picks[0] if first else picks[1]
-                    tok, col = ids_r[r][p], cols_r[r][p]
+                    tok, col = ids_r[r][p - lo], cols_r[r][p - lo]
                     if decoder_pads is not None and decoder_pads[r][p]:
                         # the decoder ends the hole here; it saw the true left context only at the walk's first
                         # slot (right of it, [MASK]s): there it ends the row, later it ends this step's walk
@@ -173,14 +175,14 @@ class VerifiedWalk:
                         # where the cursor ends a line of code, a line the answer is still writing ends where the
                         # base model ends it: the suffix starts the next line, so a decoder's pad mid-line there
                         # would leave the statement unfinished (`__version` for `__version__ = "0.1.0"`)
-                        if not (line_breaks is not None and not line_breaks[picks[1][1][r][p]]
+                        if not (line_breaks is not None and not line_breaks[picks[1][1][r][p - lo]]
                                 and not self._breaks_line(current[r], slots[r], p, line_breaks)):
                             tok, col = pad_id, pad_col
                     first = False
                     current[r, p] = tok
                     kept[r, p] = True
                     if base_top is not None:
-                        base_top[r][p] = (top_ids[r][p], top_p[r][p])
+                        base_top[r][p] = (top_ids[r][p - lo], top_p[r][p - lo])
                     is_end = col == pad_col or (ends is not None and bool(ends[col])
                                                 and (end_slots is None or bool(end_slots[p])))
                     if is_end:
@@ -212,6 +214,16 @@ class VerifiedWalk:
                     slots: list[int]) -> bool:
         """Whether a row's leading kept slots already decide where its shown block ends (block_end.block_end_slot)."""
         return block_end.leading_end(kept[slots].tolist(), self.runner.columns_of(row[slots]).tolist()) is not None
+
+
+def _entropy_at(raw: torch.Tensor, temp: float, at: torch.BoolTensor, reference: bool) -> torch.Tensor:
+    """sampler.token_entropy of `raw / temp` [B, L, V] at the positions `at` [B, L] marks in some row, 0 at the others
+    (the only ones the drafting rule reads): the same values there, without the softmax of every other row."""
+    cols = at.any(dim=0).nonzero().flatten()
+    out = torch.zeros(at.shape, dtype=torch.float32, device=raw.device)
+    if len(cols):
+        out[:, cols] = sampler.token_entropy(raw[:, cols] / temp, reference).float()
+    return out
 
 
 def _narrow(canvas: InfillCanvas, width: int) -> InfillCanvas:

@@ -98,6 +98,64 @@ class RowsCache(ReadOnlyCache):
         return out
 
 
+class PackedRows(ReadOnlyCache):
+    """RowsCache's rows packed end to end into one sequence, without padding: a pass over rows of very different
+    lengths (the alternatives' lines being written, a few tokens each, beside whole lines being scored) costs the
+    tokens it feeds, not rows x the longest. The keys are the prompt's, then every row's held ones in turn, then the
+    new tokens; `masks` lets a row's tokens see the prompt, its own held keys and its own tokens up to themselves.
+    `kept(r, count)` is row r's held keys and values with its first `count` new ones added, as RowsCache's."""
+
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], held: list[list | None], fed: list[int]):
+        super().__init__(layers)
+        self.held = held
+        self.lengths = [0 if h is None else h[0][0].shape[-2] for h in held]
+        self.fed = fed  # new tokens of each row, in order
+        self._new: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(layers)
+
+    @classmethod
+    def of(cls, cache, held: list[list | None], fed: list[int]) -> "PackedRows":
+        return cls([(layer.keys, layer.values) for layer in cache.layers], held, fed)
+
+    def stored_length(self, layer_idx: int) -> int:
+        return super().stored_length(layer_idx) + sum(self.lengths)
+
+    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+        self._new[layer_idx] = (key_states, value_states)
+        k, v = self._layers[layer_idx]
+        ks, vs = [k[:1].to(key_states.dtype)], [v[:1].to(value_states.dtype)]
+        for h in self.held:
+            if h is not None:
+                ks.append(h[layer_idx][0].unsqueeze(0).to(key_states.dtype))
+                vs.append(h[layer_idx][1].unsqueeze(0).to(value_states.dtype))
+        return torch.cat(ks + [key_states], dim=-2), torch.cat(vs + [value_states], dim=-2)
+
+    def masks(self, layer_types: list[str], device=None) -> dict[str, torch.Tensor]:
+        """{kind: [1, 1, L, stored + L]} (L the tokens fed): each row's tokens see the prompt's keys, the row's own
+        held ones and the row's own tokens, causally."""
+        total = sum(self.fed)
+        row_of = torch.repeat_interleave(torch.arange(len(self.fed)), torch.tensor(self.fed))  # [L]
+        held_of = torch.repeat_interleave(torch.arange(len(self.held)), torch.tensor(self.lengths))  # [sum held]
+        own = (row_of[:, None] == row_of[None, :]) & torch.ones(total, total, dtype=torch.bool).tril()
+        masks = {}
+        for kind in set(layer_types):
+            prompt = super().stored_length(layer_types.index(kind))
+            m = torch.cat([torch.ones(total, prompt, dtype=torch.bool), row_of[:, None] == held_of[None, :], own], 1)
+            masks[kind] = m.view(1, 1, total, -1).to(device)
+        return masks
+
+    def kept(self, row: int, count: int) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+        """Row `row`'s held keys and values after its first `count` new ones of the pass (fed as kept)."""
+        held = self.held[row]
+        if count <= 0 or any(new is None for new in self._new):
+            return held
+        at = sum(self.fed[:row])
+        out = []
+        for i, (nk, nv) in enumerate(self._new):
+            k, v = nk[0, :, at:at + count], nv[0, :, at:at + count]
+            out.append((k, v) if held is None else (torch.cat([held[i][0], k], -2), torch.cat([held[i][1], v], -2)))
+        return out
+
+
 class WalkCache:
     """An AR-verified walk's base-model cache (speculative decoding's): the keys and values of the canvas positions a
     one-row walk has kept, over the prompt's cache, so that a base pass runs only from the last kept token on. Each

@@ -247,6 +247,25 @@ class Gemma3Runner(ModelRunner):
         return self.base_hidden(ids, view, positions), view
 
     @torch.inference_mode()
+    def base_packed(self, rows: list[tuple[list[int], int, list | None]], cache) -> tuple[torch.Tensor, C.PackedRows]:
+        """`base_rows` with the rows packed into one sequence (cache_view.PackedRows): the pass feeds only their
+        tokens, no padding. Returns the same (hidden [B, W, H], row r's states at [r, :len(tokens)], zeros after;
+        the cache view, whose `kept` gives a row's keys and values after the pass)."""
+        fed = [len(r) for r, _, _ in rows]
+        view = C.PackedRows.of(cache, [h for _, _, h in rows], fed)
+        ids = torch.tensor([[t for r, _, _ in rows for t in r]], dtype=torch.long, device=self.device)
+        positions = torch.tensor([[p + j for r, p, _ in rows for j in range(len(r))]], dtype=torch.long,
+                                 device=self.device)
+        packed = A.base_causal_hidden(self.model, ids, positions, view,
+                                      view.masks(self.text_config.layer_types, self.device))[0]
+        hidden = packed.new_zeros(len(rows), max(fed), packed.shape[-1])
+        at = 0
+        for i, n in enumerate(fed):
+            hidden[i, :n] = packed[at:at + n]
+            at += n
+        return hidden, view
+
+    @torch.inference_mode()
     def base_hidden(self, ids: torch.LongTensor, cache, position_ids: torch.LongTensor) -> torch.Tensor:
         """The base model (adapters off), causal over `ids` [B, W] at `position_ids` [B, W] after the cache (read
         only): final-norm hidden states [B, W, H], row j the pretrained prediction of token j + 1."""

@@ -313,3 +313,41 @@ def test_a_riding_row_changes_nothing_of_the_walks_row(engine):
         assert torch.allclose(ridden[i, :len(ids)], own[0], atol=1e-5)
     walk.commit(2)  # the walk's row keeps what it held, the riding rows nothing of it
     assert walk.length == 2 and view.kept(1, 3)[0][0].shape[-2] == 3
+
+
+def test_rows_packed_into_one_sequence_get_what_padded_rows_get(engine):
+    # runner.base_packed (cache_view.PackedRows): rows of different lengths, some holding their first tokens' keys
+    # and values, packed end to end without padding, get the hidden states and kept keys and values of base_rows
+    started = engine.lifecycle.start(_request())
+    runner, cache, start = engine.runner, started.cache, len(started.prompt)
+    first, view = runner.base_rows([([5, 6, 7], start, None), ([10], start, None)], cache)
+    held = [view.kept(0, 2), None, view.kept(1, 1)]  # 5 6 held; nothing; 10 held
+    rows = [([7, 8, 9], start + 2, held[0]), ([20, 21, 22, 23, 24, 25, 26], start, None), ([11], start + 1, held[2])]
+    padded, padded_view = runner.base_rows(rows, cache)
+    packed, packed_view = runner.base_packed(rows, cache)
+    assert packed.shape == padded.shape
+    for i, (ids, _, _) in enumerate(rows):
+        assert torch.allclose(packed[i, :len(ids)], padded[i, :len(ids)], atol=1e-5)
+        assert not packed[i, len(ids):].any()  # nothing after a row's own tokens
+        for (pk, pv), (qk, qv) in zip(packed_view.kept(i, len(ids)), padded_view.kept(i, len(ids))):
+            assert torch.allclose(pk, qk, atol=1e-5) and torch.allclose(pv, qv, atol=1e-5)
+    # a row sees nothing of another: changing one row's tokens leaves the others' states as they were
+    other, _ = runner.base_packed([rows[0], ([30, 31, 32, 33, 34, 35, 36], start, None), rows[2]], cache)
+    assert torch.allclose(other[0], packed[0], atol=1e-6) and torch.allclose(other[2], packed[2], atol=1e-6)
+
+
+def test_lines_scored_riding_the_branch_passes_get_their_own_passs_scores(engine, unsure, monkeypatch):
+    # the answer's line and the lines finished early are scored in the passes that write the others (packed beside
+    # them); each line's score is still the one a pass over that line alone gives
+    monkeypatch.setattr(engine.runner, "verify_rides", False)  # branches written after the walk: passes to ride
+    packed, real = [], engine.runner.base_packed
+    monkeypatch.setattr(engine.runner, "base_packed", lambda rows, cache: packed.append(len(rows)) or real(rows, cache))
+    result = engine.run_infill(_request())
+    assert len(result.alternatives) >= 2 and packed  # lines rode at least one pass
+    started = engine.lifecycle.start(_request())
+    alt = engine.lifecycle.alternatives
+    lead = started.canvas.canvas_ids[0, :started.canvas.lead].tolist()
+    head = suffix_head(SUFFIX, "whole")
+    for text, score in result.alternatives:
+        alone = alt._score([alt._tokens(started.heal, text, head)], lead, len(started.prompt), started.cache)[0]
+        assert score == pytest.approx(alone, abs=1e-4)

@@ -327,3 +327,19 @@ def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, mo
     out = engine.run_infill(InfillRequest(prefix=PREFIX, suffix="\n", params=params, heal=False, reuse_prefix=False))
     assert out.steps == 1 and out.text == shown
     assert out.generated_tokens == 2 + ("deadline_ms" in budget)  # the kept tokens, and the fresh guess
+
+
+def test_the_walks_entropy_is_the_samplers_at_the_positions_it_reads():
+    # VerifiedWalk drafts by the entropy of the open slots only (verified._entropy_at): the same values there as
+    # sampler.token_entropy over the whole canvas, 0 elsewhere
+    from dg_lsp.engine import sampler
+    from dg_lsp.engine.verified import _entropy_at
+
+    raw = torch.randn(2, 9, 50, generator=torch.Generator().manual_seed(0)) * 4
+    at = torch.zeros(2, 9, dtype=torch.bool)
+    at[0, 2:5], at[1, 4:7] = True, True
+    for reference in (False, True):
+        whole = sampler.token_entropy(raw / 0.3, reference)
+        got = _entropy_at(raw, 0.3, at, reference)
+        cols = at.any(0)
+        assert torch.equal(got[:, cols], whole[:, cols].float()) and not got[:, ~cols].any()
