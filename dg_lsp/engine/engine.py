@@ -145,8 +145,8 @@ class Engine:
                 and self.loaded.dtype == "float32" and self.dtype_choice is None:
             self.dtype_choice = self.worker.submit(Job(fn=self.settle_dtype, doc_key=None, cancel=threading.Event(),
                                                        superseded=lambda: None)).result()
-        if calibrate and self.packing is None and self.loaded.device == "cpu" and self.loaded.dtype == "float32" \
-                and hasattr(self.runner, "use_packed"):
+        if calibrate and self.packing is None and self.loaded.device == "cpu" \
+                and self.loaded.dtype in ("float32", "bfloat16") and hasattr(self.runner, "use_packed"):
             self.packing = self.worker.submit(Job(fn=self.settle_packing, doc_key=None, cancel=threading.Event(),
                                                   superseded=lambda: None)).result()
         result = self.infill(InfillRequest(prefix="def f(x):\n    return ", suffix="\n",

@@ -134,9 +134,9 @@ class LoRALinear(nn.Module):
             if self._packed_key != self._key():  # stale: the weights changed since use_packed()
                 self.packed_base = self.packed_merged = self._packed_key = None
             elif not self.state.active:
-                if self.packed_base is not None and P.fits(x):
+                if self.packed_base is not None and P.fits(x, self.packed_base.dtype):
                     return self.packed_base(x, self.base.bias)
-            elif self.int8 is None and x.dtype == torch.float32 and x.device.type == "cpu":
+            elif self.int8 is None and x.dtype == self.packed_merged.dtype and x.device.type == "cpu":
                 return self.packed_merged(x, self.base.bias)
         if not self.state.active:
             return self.base(x)

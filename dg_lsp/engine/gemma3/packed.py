@@ -15,21 +15,27 @@ thread), 80 linears 2048 x 640 whose weights do not fit in cache, ms per sweep
 | packed | 25.8 | 30.8 | 33.8 | 39.7 | 47.7 | 63.0 | 93.3 | 152.0 | 197.3 | 279.1 | 359.6 | 545.7 |
 
 `DG_LSP_PACKED` (environment):
-- `off`, the default: the plain weights.
+- `off`, the default in float32: the plain weights.
 - `all`: the decoder's merged weights (`LoRALinear.merge`) packed in place of their plain copy, a packed copy of the
   base weights for the base model's passes of at most `MAX_ROWS` rows (the walk's verification, the alternatives'
   branches, the AR twin's tokens; a prompt's encoding keeps the plain weights), and a packed restricted output head.
   On HumanEval single-line the diffusion requests took 0.914x the time, with the same answers. But the base weights
   then exist twice: resident memory grew by about 0.5 GB at warm-up and about 1.1 GB over a few hundred requests
-  (docs/results/packed-weights.md). So it is asked for, not the default.
-- `auto`: `all` where warm-up timing shows it faster (`choose`).
+  (docs/results/packed-weights.md). So in float32 it is asked for, not the default.
+- `auto`, the default in bfloat16: `all` where warm-up timing shows it faster (`choose`).
+In bfloat16 (dtype `auto` on a CPU with AMX, engine/dtype_auto.py) the same packing pays more and costs less
+(docs/results/riding-passes.md, session 30, Xeon with AMX, one thread): 80 linears 2048 x 640 took 18.3-18.8 ms
+packed against 23.5-26.4 plain for 1 to 10 rows (0.72-0.78x), 23.0 against 27.9 for 25; on HumanEval single-line
+a diffusion request took 0.83x the time and the AR twin's 0.95x, every answer the same; the packed base weights add
+about 210 MB (the trunk's 100M weights in bfloat16). The head stays plain in bfloat16 (`Gemma3Runner._build_head`).
 Packing the decoder's weights alone adds no memory, but measured nothing (0.994x on the same 300 tasks), so it is
 not offered (`Gemma3Runner.use_packed(True)` without `base` still does it, for measurements).
 The results are the same products summed in another order: float32 rounding apart (a relative difference of about
 1e-6), the same numbers. Whether packing pays is measured on the engine's own passes at warm-up (`choose`), as
 dtype `auto` is (engine/dtype_auto.py), because it depends on the CPU; `Engine.status()["packing"]` reports it.
 
-Only for float32 weights on the CPU, without autograd (training runs the plain weights, so gradients flow).
+Only for float32 and bfloat16 weights on the CPU, without autograd (training runs the plain weights, so gradients
+flow).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from ..dtype_auto import median_ms
 MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
-SETTING = "DG_LSP_PACKED"  # off (default); all; auto: all, where warm-up timing shows it faster
+SETTING = "DG_LSP_PACKED"  # off (float32's default); all; auto (bfloat16's): all, where warm-up timing shows it faster
 CHOICES = ("off", "all", "auto")
 ROUNDS = 5  # interleaved timing rounds of `choose` (plain, then packed, each round)
 
@@ -61,31 +67,38 @@ def unavailable() -> str | None:
     return None
 
 
-def wanted() -> str:
-    """The `DG_LSP_PACKED` setting (CHOICES)."""
-    value = os.environ.get(SETTING, "off").strip().lower() or "off"
+def wanted(dtype: torch.dtype = torch.float32) -> str:
+    """The `DG_LSP_PACKED` setting (CHOICES); unset, `auto` for a bfloat16 model and `off` for a float32 one."""
+    default = "auto" if dtype == torch.bfloat16 else "off"
+    value = os.environ.get(SETTING, default).strip().lower() or default
     if value not in CHOICES:
         raise ValueError(f"{SETTING}={value!r}: expected {', '.join(CHOICES)}")
     return value
 
 
+DTYPES = (torch.float32, torch.bfloat16)
+
+
 class PackedWeight:
-    """A float32 CPU weight [out, in] reordered for oneDNN's linear; calling it is `linear(x, weight, bias)`."""
+    """A float32 or bfloat16 CPU weight [out, in] reordered for oneDNN's linear; calling it on an input of its dtype
+    is `linear(x, weight, bias)`."""
 
     def __init__(self, weight: torch.Tensor):
         w = weight.detach()
-        if w.dtype != torch.float32 or w.device.type != "cpu":
-            raise ValueError(f"packed weights are float32 on the CPU, not {w.dtype} on {w.device}")
+        if w.dtype not in DTYPES or w.device.type != "cpu":
+            raise ValueError(f"packed weights are float32 or bfloat16 on the CPU, not {w.dtype} on {w.device}")
         self.packed = torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), None)
+        self.dtype = w.dtype
         self.out_features, self.in_features = w.shape
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, bias, "none", [], "")
 
 
-def fits(x: torch.Tensor) -> bool:
-    """Whether a packed weight serves input `x` [..., in]: float32 on the CPU, no autograd, at most MAX_ROWS rows."""
-    return (x.dtype == torch.float32 and x.device.type == "cpu" and not torch.is_grad_enabled()
+def fits(x: torch.Tensor, dtype: torch.dtype = torch.float32) -> bool:
+    """Whether a packed weight of `dtype` serves input `x` [..., in]: `dtype` on the CPU, no autograd, at most
+    MAX_ROWS rows."""
+    return (x.dtype == dtype and x.device.type == "cpu" and not torch.is_grad_enabled()
             and x.numel() <= MAX_ROWS * x.shape[-1])
 
 
@@ -111,14 +124,14 @@ def _passes(engine):
 
 @torch.inference_mode()
 def choose(engine) -> dict:
-    """Settle packed weights for a float32 CPU engine whose runner can pack (`runner.use_packed`): `DG_LSP_PACKED`
-    off (the default) or all decides; auto packs all (keeping the plain merged weights meanwhile), then times the
+    """Settle packed weights for a float32 or bfloat16 CPU engine whose runner can pack (`runner.use_packed`):
+    `DG_LSP_PACKED` off (float32's default) or all decides; auto (bfloat16's default) packs all (keeping the plain merged weights meanwhile), then times the
     warm-up canvas's passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both alike), and
     keeps packing when the packed median is at least STEP_MARGIN times faster and the greedy choices agree (AGREE).
     Returns the record for status()."""
     runner = engine.runner
     try:
-        asked = wanted()
+        asked = wanted(runner.model.dtype)
     except ValueError as exc:
         return {"asked": os.environ.get(SETTING), "chosen": "off", "reason": f"{exc}; left off"}
     record = {"asked": asked, "chosen": "off"}

@@ -63,7 +63,7 @@ class Gemma3Runner(ModelRunner):
         if self.int8:
             self.adapter.pack_int8()
         if self.packed and not self._can_pack():
-            self.packed = False  # a cast away from float32 (dtype_auto) ends packing
+            self.packed = False  # a cast to a dtype packing does not serve ends it (to bfloat16 it packs again)
         if self.packed:
             self.adapter.use_packed(True, base=self.packed == "all")
         self._build_head()
@@ -80,7 +80,10 @@ class Gemma3Runner(ModelRunner):
         self._vocab.head_weight(embed, out=self._head_rows[:n])
         self._head = self._head_rows[:n]
         self._head_int8 = Int8Linear(self._head) if self.int8 else None
-        self._head_packed = P.PackedWeight(self._head) if self.packed == "all" else None
+        # packed in float32 only: in bfloat16 the plain product of a few rows is as fast, and a packed head would be
+        # packed whole again for each added column
+        packs_head = self.packed == "all" and self._head.dtype == torch.float32
+        self._head_packed = P.PackedWeight(self._head) if packs_head else None
 
     MAX_ADDED_COLUMNS = 4096  # output columns add_columns may add in all, after the vocabulary's own
 
@@ -124,16 +127,17 @@ class Gemma3Runner(ModelRunner):
         self.refresh()
 
     def _can_pack(self) -> bool:
-        return self.device.type == "cpu" and self.model.dtype == torch.float32 and P.unavailable() is None
+        return self.device.type == "cpu" and self.model.dtype in P.DTYPES and P.unavailable() is None
 
     def use_packed(self, on: bool, keep_merged: bool = False, base: bool = False) -> None:
-        """Prepacked float32 weights (engine/gemma3/packed.py) from here on (`on`), or the plain weights again: the
-        decoder's (in place of its plain merged copy), and with `base` also the base model's linears and the
-        restricted output head (a second copy of the trunk's weights). Needs the model in float32 on the CPU.
+        """Prepacked weights (engine/gemma3/packed.py) from here on (`on`), or the plain weights again: the decoder's
+        (in place of its plain merged copy), and with `base` also the base model's linears and, in float32, the
+        restricted output head (a second copy of the trunk's weights). Needs the model in float32 or bfloat16 on the
+        CPU (a later dtype change leaves the packed copies stale: the layers drop them and run plain).
         `keep_merged`: the plain merged weights stay too, so `adapter.state.packed` can switch between both
         (packed.choose's timing)."""
         if on and not self._can_pack():
-            raise ValueError(f"packed weights need float32 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
+            raise ValueError(f"packed weights need float32 or bfloat16 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
                              f"{self.model.dtype} on {self.device})")
         self.packed = "all" if on and base else "decoder" if on else False
         self.adapter.use_packed(on, keep_merged, base)
@@ -278,7 +282,7 @@ class Gemma3Runner(ModelRunner):
         """The packed restricted head, where it serves `hidden` (packed.fits), else None (the plain product)."""
         if self._head_packed is None or not self.adapter.state.packed:
             return None
-        return self._head_packed if P.fits(hidden) else None
+        return self._head_packed if P.fits(hidden, self._head_packed.dtype) else None
 
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The base model's logits over the restricted output vocabulary (columns), float32: [..., V']."""

@@ -24,8 +24,13 @@ def test_a_packed_weight_computes_the_linear_product():
             got, want = packed(x, bias), torch.nn.functional.linear(x, w, bias)
             assert got.shape == want.shape and got.dtype == torch.float32
             assert torch.allclose(got, want, rtol=1e-5, atol=1e-5), float((got - want).abs().max())
-    with pytest.raises(ValueError, match="float32 on the CPU"):
-        P.PackedWeight(w.bfloat16())
+    # bfloat16 too (dtype auto on an AMX CPU): the same product as bfloat16's linear
+    packed16 = P.PackedWeight(w.bfloat16())
+    x = torch.randn(5, 32, generator=gen).bfloat16()
+    got, want = packed16(x, b.bfloat16()), torch.nn.functional.linear(x, w.bfloat16(), b.bfloat16())
+    assert got.dtype == torch.bfloat16 and torch.allclose(got.float(), want.float(), rtol=1e-2, atol=1e-2)
+    with pytest.raises(ValueError, match="float32 or bfloat16 on the CPU"):
+        P.PackedWeight(w.half())
 
 
 def test_packed_serves_few_rows_without_autograd_only():
@@ -33,7 +38,7 @@ def test_packed_serves_few_rows_without_autograd_only():
     with torch.no_grad():
         assert P.fits(x) and P.fits(x[:1]) and P.fits(x.view(4, -1, 16))
         assert not P.fits(torch.zeros(P.MAX_ROWS + 1, 16))  # a prompt's encoding takes the plain weight
-        assert not P.fits(x.bfloat16())
+        assert not P.fits(x.bfloat16()) and P.fits(x.bfloat16(), torch.bfloat16)  # a packed weight's own dtype
     assert not P.fits(x)  # autograd on: training reads the plain weights
 
 
@@ -158,10 +163,21 @@ def test_the_runner_passes_and_a_fill_are_the_same_packed(adapted_dir):
         assert torch.equal(decoder[0], plain[0]) and torch.equal(decoder[2], plain[2])  # base passes: plain weights
         r.add_columns([300, 301])  # added output columns: the packed head is rebuilt with them
         assert r._head_packed.out_features == r._head.shape[0]
-        r.set_dtype(torch.bfloat16)  # a cast away from float32 ends packing
+        r.set_dtype(torch.bfloat16)  # a cast to bfloat16 packs the cast weights again; the head stays plain
+        assert r.packed == "all" and r._head_packed is None
+        assert all(m.packed_merged.dtype == torch.bfloat16 and m.packed_base.dtype == torch.bfloat16
+                   for m in r.adapter.modules.values())
+        r.adapter.state.packed = False
+        plain16 = run()
+        r.adapter.state.packed = True
+        packed16 = run()
+        for a, b in zip(plain16[:4], packed16[:4]):
+            assert torch.allclose(a.float(), b.float(), rtol=2e-2, atol=2e-2), float((a.float() - b.float()).abs().max())
+        assert packed16[4].text == plain16[4].text
+        r.set_dtype(torch.float16)  # a dtype packing does not serve ends it
         assert not r.packed and r._head_packed is None
         assert all(m.packed_merged is None and m.merged is not None for m in r.adapter.modules.values())
-        with pytest.raises(ValueError, match="float32 on the CPU"):
+        with pytest.raises(ValueError, match="float32 or bfloat16 on the CPU"):
             r.use_packed(True)
     finally:
         engine.close()
@@ -229,3 +245,10 @@ def test_the_kernel_diagnostic_prints_both_kernels_by_rows(tmp_path, capsys):
     rows = json.loads(out.read_text())["rows"]
     assert [r["rows"] for r in rows] == [1, 3] and all(r["linear_ms"] > 0 and r["packed_ms"] > 0 for r in rows)
     assert "| rows | linear | packed | packed/linear |" in capsys.readouterr().out
+
+
+def test_packing_is_auto_by_default_in_bfloat16_and_off_in_float32(monkeypatch):
+    monkeypatch.delenv(P.SETTING, raising=False)
+    assert P.wanted(torch.bfloat16) == "auto" and P.wanted(torch.float32) == "off" and P.wanted() == "off"
+    monkeypatch.setenv(P.SETTING, "off")
+    assert P.wanted(torch.bfloat16) == "off"  # asked for: as asked
