@@ -13,10 +13,12 @@ likelihood of the code after the cursor, after each line. So, for an answer that
    least `P_ALT` probability, that token starts an alternative line; where it never hesitated, nothing more runs.
    The base model writes the rest of each alternative greedily, with the rest of the answer as its draft
    (speculative decoding: one pass checks every drafted token, keeps those it agrees with and one more), all
-   alternatives in one batch per pass, `MAX_PASSES` passes at most.
-2. Score: one causal base pass over the prompt cache, the canvas lead and the tokens of `heal + line + suffix head`
+   alternatives in one batch per pass, `MAX_PASSES` passes at most after the walk. A branch found while the walk
+   goes on already rides its base passes (`Riders`).
+2. Score: a causal base pass over the prompt cache, the canvas lead and the tokens of `heal + line + suffix head`
    (the document as it would read, up to `SUFFIX_LINES` lines after the line), a row per line, the answer's among
-   them, gives log p(line, suffix head | prefix).
+   them, gives log p(line, suffix head | prefix). A line finished while others are still written rides their next
+   pass (packed beside them, `runner.base_packed`); one more pass scores what finished last.
 3. Keep the best: the argmax over lines of p(line | prefix) p(suffix head | prefix, line), that is of
    p(line | prefix, suffix head). The answer wins ties.
 
@@ -147,7 +149,9 @@ class Riders:
     has kept so far (where the base model hesitated: the same rule, the same order, the same limit), each drafting
     from the walk's tokens after its branch point; a rider's row changes nothing of the walk's row, and a branch's
     text is the base model's greedy line whatever its drafts, so the answers are those of writing the branches after
-    the walk, in fewer passes after it. `Alternatives.choose` takes over the branches it also finds, as they stand."""
+    the walk, in fewer passes after it (up to the rounding of a pass of another shape in bfloat16, and a branch that
+    MAX_PASSES no longer cuts: 293 of the seeded 300 answers the same, docs/results/riding-passes.md).
+    `Alternatives.choose` takes over the branches it also finds, as they stand."""
 
     def __init__(self, alternatives: "Alternatives", started, mode: str, head: str):
         self.alt = alternatives

@@ -125,9 +125,10 @@ def _passes(engine):
 @torch.inference_mode()
 def choose(engine) -> dict:
     """Settle packed weights for a float32 or bfloat16 CPU engine whose runner can pack (`runner.use_packed`):
-    `DG_LSP_PACKED` off (float32's default) or all decides; auto (bfloat16's default) packs all (keeping the plain merged weights meanwhile), then times the
-    warm-up canvas's passes plain and packed, interleaved over ROUNDS rounds (a busy machine slows both alike), and
-    keeps packing when the packed median is at least STEP_MARGIN times faster and the greedy choices agree (AGREE).
+    `DG_LSP_PACKED` off (float32's default) or all decides; auto (bfloat16's default) packs all (keeping the plain
+    merged weights meanwhile), then times the warm-up canvas's passes plain and packed, interleaved over ROUNDS
+    rounds (a busy machine slows both alike), and keeps packing when the packed median is at least STEP_MARGIN times
+    faster and the greedy choices agree (AGREE).
     Returns the record for status()."""
     runner = engine.runner
     try:

@@ -133,12 +133,12 @@ class Gemma3Runner(ModelRunner):
         """Prepacked weights (engine/gemma3/packed.py) from here on (`on`), or the plain weights again: the decoder's
         (in place of its plain merged copy), and with `base` also the base model's linears and, in float32, the
         restricted output head (a second copy of the trunk's weights). Needs the model in float32 or bfloat16 on the
-        CPU (a later dtype change leaves the packed copies stale: the layers drop them and run plain).
+        CPU (`set_dtype` packs the cast weights again where it can, and ends packing where it cannot).
         `keep_merged`: the plain merged weights stay too, so `adapter.state.packed` can switch between both
         (packed.choose's timing)."""
         if on and not self._can_pack():
-            raise ValueError(f"packed weights need float32 or bfloat16 on the CPU and oneDNN ({P.unavailable() or 'here: '}"
-                             f"{self.model.dtype} on {self.device})")
+            raise ValueError(f"packed weights need float32 or bfloat16 on the CPU and oneDNN "
+                             f"({P.unavailable() or 'here: '}{self.model.dtype} on {self.device})")
         self.packed = "all" if on and base else "decoder" if on else False
         self.adapter.use_packed(on, keep_merged, base)
         self._build_head()
