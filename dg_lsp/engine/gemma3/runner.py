@@ -103,7 +103,7 @@ class Gemma3Runner(ModelRunner):
             return 0
         n, m = len(vocab), len(vocab) + len(new)
         grown = OutputVocab(vocab.ids.cpu().tolist() + new, vocab.full_size)
-        if self.int8 or self.packed == "all" or m > self._head_rows.shape[0]:
+        if self.int8 or self._head_packed is not None or m > self._head_rows.shape[0]:
             self._vocab = grown
             self._build_head()  # the int8 and packed copies are built whole
         else:  # the new columns' rows after the others, in the buffer's room: no row moves

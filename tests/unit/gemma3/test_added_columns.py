@@ -128,6 +128,29 @@ def test_the_head_grows_in_its_room_and_is_rebuilt_past_it(tmp_path):
         engine.close()
 
 
+def test_a_packed_bfloat16_engine_grows_its_plain_head_in_its_room(tmp_path):
+    """Packed weights in bfloat16 leave the head plain (Gemma3Runner._build_head), so an added column is copied into
+    the head's room as without packing, not the whole head built again."""
+    from dg_lsp.engine import Engine
+    from dg_lsp.engine.gemma3 import packed as P
+
+    if P.unavailable():
+        pytest.skip(P.unavailable())
+    engine = Engine.load(str(build_tiny(tmp_path, vocab_keep=KEEP)), device="cpu", dtype="bfloat16")
+    try:
+        runner = engine.runner
+        runner.use_packed(True, base=True)
+        assert runner.packed == "all" and runner._head_packed is None
+        buffer = runner._head_rows.data_ptr()
+        outside = [i for i in range(KEEP, len(engine.tokenizer)) if i not in set(engine.tokenizer.all_special_ids)]
+        assert runner.add_columns(outside[:2]) == 2
+        assert runner._head_rows.data_ptr() == buffer and runner._head.data_ptr() == buffer
+        embed = A.text_model(runner.model).embed_tokens.weight
+        assert torch.equal(runner._head, embed[runner.output_ids])
+    finally:
+        engine.close()
+
+
 @pytest.mark.parametrize("built_in_inference_mode", [True, False])
 def test_the_head_grows_whether_or_not_it_was_built_in_inference_mode(tmp_path, built_in_inference_mode):
     """A head built under inference mode (the dtype trial casts the model inside a worker job) is an inference
