@@ -58,18 +58,17 @@ def line_mode(prefix: str, suffix: str, text: str, one_line: bool) -> tuple[str,
     first, brk, rest = text.partition("\n")
     if not first.strip():
         return None
-    if suffix == "" or suffix.startswith(("\n", "\r\n")):
-        if not brk or one_line:
-            return "end", first.rstrip("\r")
-        return None
-    if brk and not prefix.rpartition("\n")[2].strip() and (not rest or one_line):
+    mode = riding_mode(prefix, suffix)
+    if mode == "end" and (not brk or one_line):
+        return "end", first.rstrip("\r")
+    if mode == "whole" and brk and (not rest or one_line):
         return "whole", first + brk
     return None
 
 
 def riding_mode(prefix: str, suffix: str) -> str | None:
-    """The mode `line_mode` gives any answer it applies to, from the text around the cursor alone; None where it
-    applies to none."""
+    """The mode `line_mode` gives any answer it applies to, from the text around the cursor alone (what the walk's
+    riders go by before there is an answer); None where it applies to none."""
     if suffix == "" or suffix.startswith(("\n", "\r\n")):
         return "end"
     return "whole" if not prefix.rpartition("\n")[2].strip() else None
@@ -144,7 +143,7 @@ class _Branch:
 
 class Riders:
     """Branches written during the walk: from the base pass after the one that kept a branch's token, each live
-    branch rides the walk's base passes as more rows of the same pass (runner.verify's `riders`), so that its line
+    branch rides the walk's base passes as more rows of the same pass (runner.verify_riding), so that its line
     is partly or wholly written when the walk ends. The branches are `Alternatives._branches` of the tokens the walk
     has kept so far (where the base model hesitated: the same rule, the same order, the same limit), each drafting
     from the walk's tokens after its branch point; a rider's row changes nothing of the walk's row, and a branch's
@@ -210,9 +209,10 @@ class Alternatives:
         if not request.use_suffix:
             return None
         mode = riding_mode(request.prefix, request.suffix)
-        if mode is None or not suffix_head(request.suffix, mode).strip():
+        head = None if mode is None else suffix_head(request.suffix, mode)
+        if not (head and head.strip()):
             return None
-        return Riders(self, started, mode, suffix_head(request.suffix, mode))
+        return Riders(self, started, mode, head)
 
     def applies(self, started, result, out=None) -> tuple[str, str] | None:
         """(mode, line) for a result alternatives may change (line_mode), else None."""
@@ -256,14 +256,15 @@ class Alternatives:
         # they got); and lines that bind a name the suffix reads and the prefix never mentions
         # (InfillRequest.free_names), which the base model cannot think of
         branches = self._branches(ids, tops, heal, request.params.alternatives)
-        riders = getattr(started, "riders", None)
-        if riders is not None and riders.mode == mode:
+        riders = started.riders if started.riders is not None and started.riders.mode == mode else None
+        if riders is not None:
             branches = [riders.branches.get(tuple(b.ids), b) for b in branches]
         # (names come only where blanks alone precede the cursor on its line: a whole line goes there)
         branches += self._started(name_starts(request.free_names, line, request.prefix, request.suffix), heal)
         if not branches:
             return result
-        context = started.prompt + lead + self.lc.tokenize(head)  # where a branch's next tokens may already be
+        # where a branch's next tokens may already be
+        context = riders.context if riders is not None else started.prompt + lead + self.lc.tokenize(head)
         passes = 0
         lines = {line: line_seq}  # every finished line's tokens (None: not scored), the answer's first
         done_scores: dict[str, float] = {}  # lines already scored, riding a pass that wrote the others
@@ -337,12 +338,15 @@ class Alternatives:
     def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
         """One causal base pass over `lead + seq` for each sequence (right-padded): (hidden [B, W, H], the padded
         ids [B, W])."""
-        rows = [lead + s for s in seqs]
-        width = max(len(r) for r in rows)
-        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
-        positions = torch.arange(start, start + width, dtype=torch.long).unsqueeze(0).expand(len(rows), -1)
+        ids = self._scored_ids(seqs, lead)
+        positions = torch.arange(start, start + ids.shape[1], dtype=torch.long).unsqueeze(0).expand(len(seqs), -1)
         return self.runner.base_hidden(ids, cache, positions), ids
+
+    def _scored_ids(self, seqs: list[list[int]], lead: list[int]) -> torch.LongTensor:
+        """The rows `lead + seq` of a scoring pass, right-padded to the longest: ids [B, W]."""
+        width = max(len(lead) + len(s) for s in seqs)
+        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
+        return torch.tensor([lead + s + [pad] * (width - len(lead) - len(s)) for s in seqs], dtype=torch.long)
 
     @staticmethod
     def _row_specs(live: list[_Branch], lead: list[int], start: int) -> list[tuple[list[int], int, list | None]]:
@@ -427,10 +431,9 @@ class Alternatives:
         hidden, view = self.runner.base_packed(rows, cache)
         n = len(live)
         forks = self._keep(live, hidden[:n, :max(len(r) for r, _, _ in rows[:n])], view, 0, lead, heal, mode)
-        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
-        width = max(len(r) for r, _, _ in rows[n:])
-        ids = torch.tensor([lead + seq + [pad] * (width - len(lead) - len(seq)) for _, seq in riding], dtype=torch.long)
-        scores = self._score_hidden(hidden[n:, :width], ids, [seq for _, seq in riding], lead)
+        seqs = [seq for _, seq in riding]
+        ids = self._scored_ids(seqs, lead)
+        scores = self._score_hidden(hidden[n:, :ids.shape[1]], ids, seqs, lead)
         done_scores.update(zip([t for t, _ in riding], scores))
         return forks
 

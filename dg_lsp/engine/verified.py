@@ -59,8 +59,8 @@ class VerifiedWalk:
         where the decoder ends the hole; any w gives the base model's choice everywhere but at a walk's first slot.
         With params.start_slots the decoder's passes see a narrowed hole until the walk nears its end
         (engine/active_hole.py); a one-row walk's base passes hold the kept slots' keys and values
-        (runner.walk_cache), and carry the rows of `riders` (alternatives.Riders, where the runner's verify takes
-        them: `runner.verify_rides`), which see nothing of the walk's row nor it of theirs."""
+        (runner.walk_cache), and carry the rows of `riders` (alternatives.Riders, through `runner.verify_riding`
+        where `runner.verify_rides`), which see nothing of the walk's row nor it of theirs."""
         dev = self.runner.device
         pinned = canvas.pinned.to(dev)
         hole = ~pinned
@@ -131,7 +131,7 @@ class VerifiedWalk:
             rows = [] if riders is None else riders.rows(current[0].tolist(), kept[0].tolist(), base_top[0],
                                                           self.mask_id)
             if rows:
-                base, ridden, rows_view = self.runner.verify(current, cache, positions, width, walk, rows)
+                base, ridden, rows_view = self.runner.verify_riding(current, positions, width, walk, rows)
                 riders.take(ridden, rows_view)
             else:
                 base = self.runner.verify(current, cache, positions, width, walk)

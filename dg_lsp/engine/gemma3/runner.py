@@ -196,7 +196,7 @@ class Gemma3Runner(ModelRunner):
         return logits, hidden
 
     verifies = True  # verify(): the base model's causal logits over a canvas (VerifiedWalk)
-    verify_rides = True  # verify() takes riders: more rows of the same pass (alternatives.Riders)
+    verify_rides = True  # verify_riding(): more rows in a walk's verify pass (alternatives.Riders)
 
     def walk_cache(self, cache) -> C.WalkCache:
         """A one-row verified walk's growing base cache over the prompt's `cache` (for `verify`)."""
@@ -204,36 +204,43 @@ class Gemma3Runner(ModelRunner):
 
     @torch.inference_mode()
     def verify(self, canvas: torch.LongTensor, cache, position_ids: torch.LongTensor, width: int,
-               walk: C.WalkCache | None = None, riders: list | None = None):
+               walk: C.WalkCache | None = None) -> torch.Tensor:
         """The base model (adapters off), causal over the canvas's first `width` positions after the same cache view
         as a decoder pass: logits [B, width, V'] (float32, over `output_ids`), realigned as decode()'s, so position j
         holds the pretrained next-token prediction after the canvas up to j - 1 (position 0, the pinned lead, holds
         the lead's own row and is never read). The AR twin's prediction, exact wherever the tokens left of j are the
         answer's. With `walk` (walk_cache, holding the canvas's first `walk.length` positions) the pass runs from
         there: positions up to `walk.length` hold zeros (the walk has kept them), and the positions after hold the
-        same predictions.
-        `riders` (with `walk`, one row): more rows of the same pass, as `base_rows` takes them (the suggested
-        alternatives' lines, engine/alternatives.py Riders): then (logits, their hidden states [R, W, H] from row 1
-        of the view, the view), the walk's row unchanged by them (each row sees only the prompt, what it holds and
-        its own tokens)."""
+        same predictions."""
         b = canvas.shape[0]
         start = 0 if walk is None else walk.length
-        if riders:
-            assert walk is not None and b == 1, "riders ride a one-row walk's base pass"
-            own = (canvas[0, start:width].tolist(), int(position_ids[0, start]))
-            ids, positions = C.pad_rows([own] + [(r, p) for r, p, _ in riders], self.pad_id)
-            view = walk.view([h for _, _, h in riders])
-            both = self.base_hidden(ids, view, positions)
-            hidden, extra = both[:1, :width - start], both[1:]
-        else:
-            hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk.view(),
-                                      position_ids[:, start:width].expand(b, -1))
+        hidden = self.base_hidden(canvas[:, start:width], cache if walk is None else walk.view(),
+                                  position_ids[:, start:width].expand(b, -1))
+        return self._verify_logits(hidden, width, start, walk is not None)
+
+    @torch.inference_mode()
+    def verify_riding(self, canvas: torch.LongTensor, position_ids: torch.LongTensor, width: int,
+                      walk: C.WalkCache, riders: list) -> tuple[torch.Tensor, torch.Tensor, C.RowsCache]:
+        """`verify` for a one-row walk, with more rows in the same pass, as `base_rows` takes them (the suggested
+        alternatives' lines, engine/alternatives.py Riders): (the walk's logits, the riders' hidden states
+        [R, W, H], rows 1.. of the pass's view). Each row sees only the prompt, what it holds and its own tokens, so
+        the walk's row is what `verify` gives."""
+        start = walk.length
+        own = (canvas[0, start:width].tolist(), int(position_ids[0, start]))
+        ids, positions = C.pad_rows([own] + [(r, p) for r, p, _ in riders], self.pad_id)
+        view = walk.view([h for _, _, h in riders])
+        both = self.base_hidden(ids, view, positions)
+        return self._verify_logits(both[:1, :width - start], width, start, True), both[1:], view
+
+    def _verify_logits(self, hidden: torch.Tensor, width: int, start: int, walked: bool) -> torch.Tensor:
+        """A verify pass's hidden states from canvas position `start` on -> its logits [B, width, V'] (realigned;
+        `walked`: a walk's pass, whose positions up to `start` hold zeros)."""
         small = self.head_logits(hidden)  # row i -> position start + i + 1
-        if walk is None:
+        if not walked:
             return torch.cat([small[:, :1], small[:, :-1]], dim=1)
-        out = small.new_zeros(b, width, small.shape[-1])
+        out = small.new_zeros(hidden.shape[0], width, small.shape[-1])
         out[:, start + 1:] = small[:, :width - start - 1]
-        return (out, extra, view) if riders else out
+        return out
 
     scores_lines = True  # base_hidden/head_logits/token_logits: the base model scores a line (engine/alternatives.py)
 

@@ -296,7 +296,7 @@ def test_branches_that_ride_the_walk_write_the_same_lines_in_fewer_passes_after_
 
 
 def test_a_riding_row_changes_nothing_of_the_walks_row(engine):
-    # runner.verify with riders: the walk's logits are those of its pass alone, and each riding row's hidden states
+    # runner.verify_riding: the walk's logits are those of its pass alone, and each riding row's hidden states
     # those of a pass over its row alone (runner.base_rows)
     started = engine.lifecycle.start(_request())
     runner, cache, start = engine.runner, started.cache, len(started.prompt)
@@ -306,7 +306,7 @@ def test_a_riding_row_changes_nothing_of_the_walks_row(engine):
     alone = runner.verify(canvas, cache, positions, width, runner.walk_cache(cache))
     rows = [([5, 6, 7, 8, 9, 10, 11, 12], start, None), ([13], start, None)]
     walk = runner.walk_cache(cache)
-    logits, ridden, view = runner.verify(canvas, cache, positions, width, walk, rows)
+    logits, ridden, view = runner.verify_riding(canvas, positions, width, walk, rows)
     assert torch.allclose(logits, alone, atol=1e-5)
     for i, (ids, first, _) in enumerate(rows):
         own, _ = runner.base_rows([(ids, first, None)], cache)
