@@ -22,8 +22,9 @@ class Teachers:
     """The losses against the base model `model` (adapters off in its pass), for an output head whose pad row is
     `pad_row`; `poe_weight` the decoder's weight in the verified score."""
 
-    def __init__(self, model, pad_row: int, poe_weight: float):
+    def __init__(self, model, pad_row: int, poe_weight: float, draft_slots: int = 0):
         self.model, self.pad_row, self.poe_weight = model, pad_row, poe_weight
+        self.draft_slots = draft_slots  # `draft`'s reach right of the frontier (0: every masked slot there)
 
     def without_pad(self, logits: torch.Tensor) -> torch.BoolTensor:
         """[V'] every output column but the pad's: the teachers' and the verified score's distributions leave the
@@ -72,12 +73,16 @@ class Teachers:
         return ce, figures
 
     def draft(self, batch, ro, head, logits) -> tuple[torch.Tensor, dict] | None:
-        """KL(base || decoder) over the masked slots right of the first one in the canvases masked left to right,
-        whose target is not the hole's end, on the distributions over every column but the pad's (as `ar`).
+        """KL(base || decoder) over the masked slots right of the first one in the canvases masked left to right
+        (with `draft_slots` k > 0, only the k slots after it: a walk drafts a few slots past its first, and a
+        draft counts only where those on its left were kept), whose target is not the hole's end, on the
+        distributions over every column but the pad's (as `ar`).
         The base model reads the clean hole on the left of each slot, the decoder [MASK]s: the engine's drafts right
         of a walk's first slot. Returns (the KL, figures: the KL, and the share of those slots, and of the
         left-to-right canvases' first masked slots, where the decoder's argmax is the base model's)."""
         right = batch.ltr & ~batch.frontier & (batch.targets != self.pad_row)
+        if self.draft_slots > 0:
+            right = right & (frontier_distance(batch) <= self.draft_slots)
         front = batch.ltr & batch.frontier & (batch.targets != self.pad_row)
         if not bool(right.any()):
             return None
@@ -114,3 +119,12 @@ class Teachers:
         kl = (t_cond.exp() * (t_cond - s_cond)).sum(-1).mean()
         base_ce = F.nll_loss(t_logp, batch.targets[front]).item()
         return kl, base_ce, loss[front].detach().mean().item()
+
+
+def frontier_distance(batch) -> torch.LongTensor:
+    """[S] how many slots each scored row lies right of its canvas's first masked slot (0 on that slot): canvas
+    m's rows are m * W + slot - 1 (objective.build), and each canvas has one frontier row."""
+    canvas = batch.rows // batch.ids.shape[1]
+    front_slot = torch.zeros(batch.ids.shape[0], dtype=torch.long, device=batch.slot.device)
+    front_slot[canvas[batch.frontier]] = batch.slot[batch.frontier]
+    return batch.slot - front_slot[canvas]

@@ -66,6 +66,8 @@ class Options:
     # model's argmax after the true left context, so the decoder learns the base model's prediction there. 0: off
     # (its figures, draft agreement included, are logged whenever the base model's pass runs)
     draft_distill: float = 0.0
+    # with --draft-distill, the KL only on this many masked slots right of the first one (0: on all of them)
+    draft_slots: int = 0
     warmup: int = 30
     holes_per_chunk: int = 16
     chunks_per_step: int = 1
@@ -109,7 +111,7 @@ class Run:
         self.vocab = self._vocab()
         self.in_vocab = set(self.vocab.ids.tolist())
         self.pad_row = int(self.vocab.to_rows(torch.tensor([self.pad_id]))[0])  # the pad's output row
-        self.teachers = Teachers(self.model, self.pad_row, opts.poe_weight)
+        self.teachers = Teachers(self.model, self.pad_row, opts.poe_weight, opts.draft_slots)
         self._byte = {b: tid for b, tid in enumerate(byte_token_ids(self.tok))}
         rows = Path(opts.base) / data.EMBED_ROWS  # a base built with part of its embedding (gpu.py): only those ids
         allowed = set(json.loads(rows.read_text())) if rows.is_file() else None

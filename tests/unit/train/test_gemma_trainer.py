@@ -297,3 +297,45 @@ def test_draft_distillation_is_the_base_model_right_of_the_frontier(tmp_path):
     run.opts.poe = 1.0  # --poe runs the base model's pass: the figures come with it, whatever the order
     _, info = chunk_until(run, lambda loss, info: "draft_kl" in info)
     assert "draft_kl" in info and "poe" in info
+
+
+def test_draft_slots_limit_the_draft_distillation_to_the_slots_after_the_frontier(tmp_path):
+    """--draft-slots k: the draft KL only on the k masked slots right of each left-to-right canvas's first masked one
+    (a walk drafts a few slots past its first); the distance counts slots within a canvas, 0 on the frontier."""
+    import torch.nn.functional as F
+
+    from dg_lsp.train.gemma.teachers import frontier_distance
+    from dg_lsp.train.gemma.trainer import Options, Run
+
+    adapted = build_tiny(tmp_path / "tiny", delta_scale=0.0)
+    opts = Options(base=str(adapted.parent / "base"), out=str(tmp_path / "run"), init_from=str(adapted), rank=4,
+                   alpha=8.0, holes_per_chunk=4, chunk_tokens=96, head_tokens=4, lr=1e-2, warmup=1,
+                   ltr_noise=1.0, draft_distill=1.0, draft_slots=1)
+    run = Run(opts)
+    assert run.teachers.draft_slots == 1
+    with torch.no_grad():
+        for m in run.adapter.modules.values():
+            m.lora_b.normal_(0, 0.5)
+    seen = {}
+    drafter = run.teachers.draft
+    run.teachers.draft = lambda *a: seen.update(args=a) or drafter(*a)
+    # draw until a canvas has a masked slot two or more right of its frontier, so the limit leaves something out
+    _, info = chunk_until(run, lambda loss, info: "draft_kl" in info and bool(
+        (frontier_distance(seen["args"][0]) >= 2).any()))
+    run.teachers.draft = drafter
+    batch, ro, head, logits = seen["args"]
+    dist = frontier_distance(batch)
+    assert bool((dist >= 2).any()), "no canvas with a slot two right of its frontier in 50 chunks"
+    canvas = batch.rows // batch.ids.shape[1]
+    for m in set(canvas.tolist()):  # left to right: a canvas's masked slots run on from its frontier, one apart
+        rows = canvas == m
+        assert sorted(dist[rows].tolist()) == list(range(int(rows.sum())))
+        assert bool((dist[rows & batch.frontier] == 0).all())
+    near = batch.ltr & ~batch.frontier & (batch.targets != run.pad_row) & (dist == 1)
+    keep = torch.arange(logits.shape[1]) != run.pad_row
+    t_lp = F.log_softmax(run.teachers.logits(batch, ro, head, batch.rows[near])[:, keep], dim=-1)
+    s_lp = F.log_softmax(logits[near][:, keep], dim=-1)
+    expected = (t_lp.exp() * (t_lp - s_lp)).sum(-1).mean().item()
+    assert abs(info["draft_kl"] - expected) < 1e-4
+    run.teachers.draft_slots = 0  # every slot right of the frontier: another mean here
+    assert abs(drafter(batch, ro, head, logits)[0].item() - expected) > 1e-6
