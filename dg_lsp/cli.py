@@ -344,8 +344,22 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+ONEDNN_CACHE = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "256")
+
+
+def bound_onednn_cache(environ=os.environ) -> None:
+    """oneDNN (torch's CPU kernels for bfloat16 and packed weights) keeps state for each input shape it has seen, up
+    to its primitive cache's capacity, 1,024 by default; the engine's passes come in many row counts, so resident
+    memory grew by about 0.75 GB over the first ~120 requests. A capacity of 256 levelled it about 0.25 GB lower at
+    the same speed (docs/results/lazy-steps-and-memory.md). Set where the environment does not say; oneDNN reads it
+    when it first builds a kernel, so this runs before any model work."""
+    environ.setdefault(*ONEDNN_CACHE)
+
+
 def main(argv: list[str] | None = None) -> int:
     as_program = argv is None  # the process's own entry point (console script, python -m dg_lsp)
+    if as_program:
+        bound_onednn_cache()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
         from dg_lsp.bench.cli import main as bench_main

@@ -214,3 +214,27 @@ def test_serve_tcp_binds_loopback_and_answers_initialize():
         proc.kill()
         proc.wait(timeout=10)
     assert proc.stdout.read() == b""  # nothing on stdout in TCP mode either
+
+
+def test_the_program_bounds_onednn_cache_unless_the_environment_sets_it():
+    """dg-lsp sets oneDNN's primitive cache capacity (which bounds the memory its per-shape kernels keep) where the
+    environment does not: a child process run as the program reads 256 unless its environment said otherwise; an
+    in-process `main(argv)` (tests, embedding) leaves the environment alone."""
+    from dg_lsp.cli import bound_onednn_cache
+
+    env = {}
+    bound_onednn_cache(env)
+    assert env == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "256"}
+    env = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}
+    bound_onednn_cache(env)
+    assert env == {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}
+    code = ("import os, sys\nsys.argv = ['dg-lsp', 'model', '--help']\nfrom dg_lsp.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('capacity', os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))")
+    for given, expected in ((None, "256"), ("64", "64")):
+        child = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+        if given is not None:
+            child["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = given
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=child)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1] == f"capacity {expected}", out.stdout
