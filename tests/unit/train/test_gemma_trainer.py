@@ -319,13 +319,16 @@ def test_draft_slots_limit_the_draft_distillation_to_the_slots_after_the_frontie
     seen = {}
     drafter = run.teachers.draft
     run.teachers.draft = lambda *a: seen.update(args=a) or drafter(*a)
-    # draw until a canvas has a masked slot two or more right of its frontier, so the limit leaves something out
-    _, info = chunk_until(run, lambda loss, info: "draft_kl" in info and bool(
-        (frontier_distance(seen["args"][0]) >= 2).any()))
+    def far(batch):  # rows the KL would read without the limit and does not with it
+        return batch.ltr & ~batch.frontier & (batch.targets != run.pad_row) & (frontier_distance(batch) >= 2)
+
+    # draw until a canvas has a scored slot (not the hole's end) two or more right of its frontier, so the limit
+    # leaves something out
+    _, info = chunk_until(run, lambda loss, info: "draft_kl" in info and bool(far(seen["args"][0]).any()))
     run.teachers.draft = drafter
     batch, ro, head, logits = seen["args"]
     dist = frontier_distance(batch)
-    assert bool((dist >= 2).any()), "no canvas with a slot two right of its frontier in 50 chunks"
+    assert bool(far(batch).any()), "no canvas with a scored slot two right of its frontier in 50 chunks"
     canvas = batch.rows // batch.ids.shape[1]
     for m in set(canvas.tolist()):  # left to right: a canvas's masked slots run on from its frontier, one apart
         rows = canvas == m
