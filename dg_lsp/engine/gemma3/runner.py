@@ -226,10 +226,9 @@ class Gemma3Runner(ModelRunner):
         [R, W, H], rows 1.. of the pass's view). Each row sees only the prompt, what it holds and its own tokens, so
         the walk's row is what `verify` gives."""
         start = walk.length
-        own = (canvas[0, start:width].tolist(), int(position_ids[0, start]))
-        ids, positions = C.pad_rows([own] + [(r, p) for r, p, _ in riders], self.pad_id)
+        own = (canvas[0, start:width].tolist(), int(position_ids[0, start]), None)
         view = walk.view([h for _, _, h in riders])
-        both = self.base_hidden(ids, view, positions)
+        both = self._padded_pass([own] + riders, view)
         return self._verify_logits(both[:1, :width - start], width, start, True), both[1:], view
 
     def _verify_logits(self, hidden: torch.Tensor, width: int, start: int, walked: bool) -> torch.Tensor:
@@ -253,9 +252,14 @@ class Gemma3Runner(ModelRunner):
         """One causal base pass over rows of different lengths after the prompt's `cache`: each row (its tokens,
         the position of the first, the keys and values it holds or None; RowsCache) right-padded (pad_rows).
         Returns (hidden [B, W, H], the cache view, whose `kept` gives a row's keys and values after the pass)."""
-        ids, positions = C.pad_rows([(r, p) for r, p, _ in rows], self.pad_id)
         view = self.rows_cache(cache, [h for _, _, h in rows])
-        return self.base_hidden(ids, view, positions), view
+        return self._padded_pass(rows, view), view
+
+    def _padded_pass(self, rows: list[tuple[list[int], int, list | None]], view) -> torch.Tensor:
+        """A causal base pass over `rows` (their tokens and first positions; what each holds is in `view`),
+        right-padded to the longest (cache_view.pad_rows): hidden [B, W, H]."""
+        ids, positions = C.pad_rows([(r, p) for r, p, _ in rows], self.pad_id)
+        return self.base_hidden(ids, view, positions)
 
     @torch.inference_mode()
     def base_packed(self, rows: list[tuple[list[int], int, list | None]], cache) -> tuple[torch.Tensor, C.PackedRows]:
