@@ -17,8 +17,9 @@ thread), 80 linears 2048 x 640 whose weights do not fit in cache, ms per sweep
 `DG_LSP_PACKED` (environment):
 - `off`, the default in float32: the plain weights.
 - `all`: the decoder's merged weights (`LoRALinear.merge`) packed in place of their plain copy, a packed copy of the
-  base weights for the base model's passes of at most `MAX_ROWS` rows (the walk's verification, the alternatives'
-  branches, the AR twin's tokens; a prompt's encoding keeps the plain weights), and a packed restricted output head.
+  base weights for the base model's passes of at most `MAX_ROWS` rows for the dtype (the walk's verification, the
+  alternatives' branches and scored lines, the AR twin's tokens; in float32 a prompt's encoding keeps the plain
+  weights, in bfloat16 one of up to 320 tokens takes the packed ones), and a packed restricted output head.
   On HumanEval single-line the diffusion requests took 0.914x the time, with the same answers. But the base weights
   then exist twice: resident memory grew by about 0.5 GB at warm-up and about 1.1 GB over a few hundred requests
   (docs/results/packed-weights.md). So in float32 it is asked for, not the default.
@@ -47,7 +48,11 @@ import torch
 
 from ..dtype_auto import median_ms
 
-MAX_ROWS = 64  # a pass of more rows than this takes the plain weight (packed is no faster there, table above)
+# a pass of more rows than this takes the plain weight: float32, packed is no faster there (table above); bfloat16
+# (Xeon with AMX, one thread, 126 linears of the trunk's shapes, ms a sweep, the row count new to oneDNN each time /
+# seen before): plain against packed 49.0 / 36.9 at 70 rows, 64.2 / 52.4 at 150, 79.7 / 73.1 at 256, 101.5 / 91.4
+# at 320, 143.6 / 144.0 at 400 and 181.9 / 210.5 at 700 (docs/results/packed-rows-bf16.md)
+MAX_ROWS = {torch.float32: 64, torch.bfloat16: 320}
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
 SETTING = "DG_LSP_PACKED"  # off (float32's default); all; auto (bfloat16's): all, where warm-up timing shows it faster
@@ -97,9 +102,9 @@ class PackedWeight:
 
 def fits(x: torch.Tensor, dtype: torch.dtype = torch.float32) -> bool:
     """Whether a packed weight of `dtype` serves input `x` [..., in]: `dtype` on the CPU, no autograd, at most
-    MAX_ROWS rows."""
+    MAX_ROWS[dtype] rows."""
     return (x.dtype == dtype and x.device.type == "cpu" and not torch.is_grad_enabled()
-            and x.numel() <= MAX_ROWS * x.shape[-1])
+            and x.numel() <= MAX_ROWS.get(dtype, 0) * x.shape[-1])
 
 
 def _passes(engine):

@@ -34,11 +34,17 @@ def test_a_packed_weight_computes_the_linear_product():
 
 
 def test_packed_serves_few_rows_without_autograd_only():
-    x = torch.zeros(P.MAX_ROWS, 16)
+    rows = P.MAX_ROWS[torch.float32]
+    x = torch.zeros(rows, 16)
     with torch.no_grad():
         assert P.fits(x) and P.fits(x[:1]) and P.fits(x.view(4, -1, 16))
-        assert not P.fits(torch.zeros(P.MAX_ROWS + 1, 16))  # a prompt's encoding takes the plain weight
+        assert not P.fits(torch.zeros(rows + 1, 16))  # a long prompt's encoding takes the plain weight
         assert not P.fits(x.bfloat16()) and P.fits(x.bfloat16(), torch.bfloat16)  # a packed weight's own dtype
+        # bfloat16 has its own limit (higher: packed pays for more rows there), float16 none (never packed)
+        rows16 = P.MAX_ROWS[torch.bfloat16]
+        assert rows16 > rows and P.fits(torch.zeros(rows16, 16, dtype=torch.bfloat16), torch.bfloat16)
+        assert not P.fits(torch.zeros(rows16 + 1, 16, dtype=torch.bfloat16), torch.bfloat16)
+        assert not P.fits(torch.zeros(1, 16, dtype=torch.float16), torch.float16)
     assert not P.fits(x)  # autograd on: training reads the plain weights
 
 
@@ -65,7 +71,7 @@ def _counting(monkeypatch):
 
 def test_a_packed_lora_layer_gives_the_base_and_merged_products_and_knows_when_not_to(monkeypatch):
     layer = _lora()
-    x, long = torch.randn(3, 32), torch.randn(P.MAX_ROWS + 4, 32)
+    x, long = torch.randn(3, 32), torch.randn(P.MAX_ROWS[torch.float32] + 4, 32)
     with torch.no_grad():
         base_want, long_want = layer(x), layer(long)
         layer.state.active = True
