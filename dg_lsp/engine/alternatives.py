@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import healing
+from . import healing, sampler
 
 P_ALT = 0.15  # an alternative token needs at least this base probability where the answer's token was written
 SUFFIX_LINES = 3  # lines of the suffix scored after each line
@@ -360,25 +360,33 @@ class Alternatives:
         return self.runner.base_rows(self._row_specs(live, lead, start), cache)
 
     def _score(self, seqs: list[list[int]], lead: list[int], start: int, cache):
-        """log p(seq | prompt, lead) under the base model for each sequence (float). A token outside the restricted vocabulary is scored with its own logit beside the
-        restricted ones (the normaliser then lacks the rest of the full vocabulary, a small overestimate)."""
-        hidden, ids = self._forward(seqs, lead, start, cache)
-        return self._score_hidden(hidden, ids, seqs, lead)
+        """log p(seq | prompt, lead) under the base model for each sequence (float), from one pass over the rows
+        `lead + seq` packed end to end (`runner.base_packed`: no row padded to the longest). A token outside the
+        restricted vocabulary is scored with its own logit beside the restricted ones (the normaliser then lacks the
+        rest of the full vocabulary, a small overestimate)."""
+        hidden, _ = self.runner.base_packed([(lead + seq, start, None) for seq in seqs], cache)
+        return self._score_hidden(hidden, self._scored_ids(seqs, lead), seqs, lead)
 
     def _score_hidden(self, hidden: torch.Tensor, ids: torch.LongTensor, seqs: list[list[int]],
                       lead: list[int]) -> list[float]:
-        """`_score` from a pass's hidden states [B, W, H] over `lead + seq` rows, their ids [B, W] (padded)."""
-        logits = self.runner.head_logits(hidden)  # [B, W, V'], row j predicts ids[:, j + 1]
-        targets = ids[:, 1:].to(logits.device)
-        rows = self.runner.output_vocab.to_rows(targets)
-        inside = rows >= 0
-        own = torch.where(inside, logits[:, :-1].gather(-1, rows.clamp(min=0).unsqueeze(-1)).squeeze(-1),
-                          self.runner.token_logits(hidden[:, :-1], targets))
-        norm = torch.logsumexp(logits[:, :-1], dim=-1)
-        norm = torch.where(inside, norm, torch.logaddexp(norm, own))
-        token_lp = own - norm
+        """`_score` from a pass's hidden states [B, W', H] over `lead + seq` rows (W' at least each row's length),
+        their ids [B, W] (padded). The head runs only on the rows that predict a sequence's tokens."""
         first = len(lead) - 1  # the row that predicts a sequence's first token
-        return [float(token_lp[b, first:first + len(seq)].sum()) for b, seq in enumerate(seqs)]
+        rows = torch.cat([hidden[b, first:first + len(seq)] for b, seq in enumerate(seqs)])  # [N, H]
+        targets = torch.cat([ids[b, first + 1:first + 1 + len(seq)] for b, seq in enumerate(seqs)]).to(rows.device)
+        logits = self.runner.head_logits(rows)  # [N, V']
+        cols = self.runner.output_vocab.to_rows(targets)
+        inside = cols >= 0
+        own = torch.where(inside, logits.gather(-1, cols.clamp(min=0).unsqueeze(-1)).squeeze(-1),
+                          self.runner.token_logits(rows, targets))
+        norm = torch.logsumexp(logits, dim=-1)
+        norm = torch.where(inside, norm, torch.logaddexp(norm, own))
+        token_lp = (own - norm).tolist()
+        out, at = [], 0
+        for seq in seqs:
+            out.append(float(sum(token_lp[at:at + len(seq)])))
+            at += len(seq)
+        return out
 
     def _branches(self, ids: list[int], tops: list, heal: str, limit: int) -> list[_Branch]:
         """Where the base model gave another token at least P_ALT at one of the line's tokens (`tops`: its best
@@ -442,7 +450,7 @@ class Alternatives:
         """`_extend`'s keeping, from a pass whose rows `offset`, `offset + 1`, ... of `hidden` and of the cache
         `view` fed the live branches (`_row_specs`); returns the forks it starts."""
         logits = self.runner.head_logits(hidden)
-        best_cols = logits.argmax(dim=-1)
+        best_cols = sampler.argmax(logits)
         best = self.runner.ids_of(best_cols).tolist()
         texts = self.lc.columns.column_texts()
         forks = []

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import healing
+from . import healing, sampler
 from .canvas import build_prompt
 from .lifecycle import InfillLifecycle, ms
 from .types import InfillResult
@@ -51,7 +51,7 @@ def run_autoregressive(life: InfillLifecycle, prefix: str, max_new_tokens: int, 
             # the full head's columns are token ids; the restricted head's are the decoder's columns
             first = life.columns.first_columns(tail, None if restricted else range(logits.shape[-1]))
             logits = logits.masked_fill(~first.to(logits.device), float("-inf"))
-        nxt = int(logits.argmax(dim=-1))
+        nxt = int(sampler.argmax(logits))
         if restricted:
             nxt = int(runner.ids_of(torch.tensor([nxt], device=logits.device)))
         if nxt == life.eos_id or nxt == life.pad_id:

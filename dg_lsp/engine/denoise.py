@@ -39,7 +39,7 @@ class DenoiseLoop:
         """One step's canvas update from the step's tempered logits: sample, accept the low-entropy hole
         positions (EB-sampler, anywhere or from the left: InfillSpec.unmask_order), re-noise the rest.
         Returns (processed, new canvas, argmax canvas, entropy)."""
-        best = self.runner.ids_of(processed.argmax(dim=-1))
+        best = self.runner.ids_of(sampler.argmax(processed))
         # greedy draws the argmax: computed once (sample_tokens would repeat it)
         drawn = best if greedy else self.runner.ids_of(sampler.sample_tokens(processed, generator, greedy,
                                                                              params.reference_sampling))

@@ -45,7 +45,7 @@ def sample_tokens(logits: torch.Tensor, generator: torch.Generator | None, greed
     position: on CPU that is 0.4 ms instead of 8.5 ms for a 48 x 8,192 canvas (a quarter of a decoder step
     of the default model)."""
     if greedy:
-        return logits.argmax(dim=-1)
+        return argmax(logits)
     b, length, vocab = logits.shape
     probs = torch.softmax(logits, dim=-1, dtype=torch.float32).view(-1, vocab)
     if reference:
@@ -67,6 +67,13 @@ def sample_tokens(logits: torch.Tensor, generator: torch.Generator | None, greed
 # V * e^-75 * (75 + log V), about 8e-27 nats for V = 32k, against bounds of 0.1 and up; the floor changes the
 # log-sum-exp by less than V * e^-75 relative, below float32's resolution.
 ENTROPY_FLOOR = 75.0
+
+
+def argmax(logits: torch.Tensor) -> torch.LongTensor:
+    """`logits.argmax(dim=-1)`, the same indices (the first of tied maxima, as argmax), through `max`: torch's CPU
+    argmax reduction is about 3x slower (one thread, float32: 1.25 against 0.41 ms for 25 x 33,000 logits, 0.41
+    against 0.13 ms for one row of the 262,144-column head)."""
+    return logits.max(dim=-1).indices
 
 
 def token_entropy(logits: torch.Tensor, reference: bool = False) -> torch.Tensor:

@@ -111,7 +111,7 @@ class VerifiedWalk:
             open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
             entropy = _entropy_at(raw, temp, open_, params.reference_sampling)
             drafts = sampler.left_to_right_accept(entropy, params.entropy_bound, open_, torch.zeros_like(open_)) & open_
-            best_cols = raw.argmax(dim=-1)
+            best_cols = sampler.argmax(raw)
             return raw, best_cols, torch.where(drafts, self.runner.ids_of(best_cols), base_canvas)
 
         raw, decoder_best, current = draft(params.max_steps)
@@ -149,7 +149,7 @@ class VerifiedWalk:
             for score in scores:
                 if pad_col is not None:
                     score[..., pad_col] = BANNED
-                chosen = score.argmax(dim=-1) if greedy else sampler.sample_tokens(score / temp, generator, False)
+                chosen = sampler.argmax(score) if greedy else sampler.sample_tokens(score / temp, generator, False)
                 picks.append((self.runner.ids_of(chosen).tolist(), chosen.tolist()))
             decoder_pads = (decoder_best == pad_col).tolist() if pad_col is not None else None
             if base_top is not None:

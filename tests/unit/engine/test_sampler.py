@@ -103,3 +103,13 @@ def test_head_logits_flattens_a_strided_slice_and_keeps_its_shape():
     assert out.shape == (2, 1, 5)
     torch.testing.assert_close(out, head(last))
     torch.testing.assert_close(head_logits(head, hidden), head(hidden))
+
+
+def test_argmax_is_torchs_argmax_ties_included():
+    gen = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randint(0, 3, (2, 9, 5000), generator=gen).to(dtype)  # many tied maxima in every row
+        x[0, 3] = float("-inf")  # a row of nothing but -inf (every column banned)
+        x[1, 4, 17] = float("nan")
+        assert torch.equal(sampler.argmax(x), x.argmax(dim=-1))
+        assert torch.equal(sampler.argmax(x[0, 0]), x[0, 0].argmax(dim=-1))  # one row, as the AR twin's token
