@@ -184,9 +184,9 @@ class Riders:
                 b.draft = lookup(b.ids, self.context)
         return self.alt._row_specs(self.live, self.lead, self.start)
 
-    def take(self, hidden: torch.Tensor, view) -> None:
-        """Keep what the pass wrote for the riding rows (`hidden` [R, W, H], rows 1.. of `view`)."""
-        self.alt._keep(self.live, hidden, view, 1, self.lead, self.heal, self.mode)
+    def take(self, logits: torch.Tensor, view) -> None:
+        """Keep what the pass wrote for the riding rows (their logits [R, W, V'], rows 1.. of `view`)."""
+        self.alt._keep(self.live, logits, view, 1, self.lead, self.heal, self.mode)
         self.rides += 1
         self.alt.lc.stats["alternativeRides"] += 1
 
@@ -365,16 +365,22 @@ class Alternatives:
         restricted vocabulary is scored with its own logit beside the restricted ones (the normaliser then lacks the
         rest of the full vocabulary, a small overestimate)."""
         hidden, _ = self.runner.base_packed([(lead + seq, start, None) for seq in seqs], cache)
-        return self._score_hidden(hidden, self._scored_ids(seqs, lead), seqs, lead)
+        rows = self._scored_rows(hidden, seqs, lead)
+        return self._scores(self.runner.head_logits(rows), rows, self._scored_ids(seqs, lead), seqs, lead)
 
-    def _score_hidden(self, hidden: torch.Tensor, ids: torch.LongTensor, seqs: list[list[int]],
-                      lead: list[int]) -> list[float]:
-        """`_score` from a pass's hidden states [B, W', H] over `lead + seq` rows (W' at least each row's length),
-        their ids [B, W] (padded). The head runs only on the rows that predict a sequence's tokens."""
+    @staticmethod
+    def _scored_rows(hidden: torch.Tensor, seqs: list[list[int]], lead: list[int]) -> torch.Tensor:
+        """The hidden states [N, H] of the rows that predict the sequences' tokens, in order, from a pass's
+        [B, W', H] over `lead + seq` rows (W' at least each row's length): the rows `_scores` reads."""
         first = len(lead) - 1  # the row that predicts a sequence's first token
-        rows = torch.cat([hidden[b, first:first + len(seq)] for b, seq in enumerate(seqs)])  # [N, H]
+        return torch.cat([hidden[b, first:first + len(seq)] for b, seq in enumerate(seqs)])
+
+    def _scores(self, logits: torch.Tensor, rows: torch.Tensor, ids: torch.LongTensor, seqs: list[list[int]],
+                lead: list[int]) -> list[float]:
+        """`_score` from the `_scored_rows` (`rows` [N, H]) and their logits [N, V'], given the rows' ids [B, W]
+        (`lead + seq`, padded)."""
+        first = len(lead) - 1
         targets = torch.cat([ids[b, first + 1:first + 1 + len(seq)] for b, seq in enumerate(seqs)]).to(rows.device)
-        logits = self.runner.head_logits(rows)  # [N, V']
         cols = self.runner.output_vocab.to_rows(targets)
         inside = cols >= 0
         own = torch.where(inside, logits.gather(-1, cols.clamp(min=0).unsqueeze(-1)).squeeze(-1),
@@ -434,22 +440,24 @@ class Alternatives:
                 b.draft = lookup(b.ids, context)
         if not riding:
             hidden, view = self._forward_held(live, lead, start, cache)
-            return self._keep(live, hidden, view, 0, lead, heal, mode)
+            return self._keep(live, self.runner.head_logits(hidden), view, 0, lead, heal, mode)
         rows = self._row_specs(live, lead, start) + [(lead + seq, start, None) for _, seq in riding]
         hidden, view = self.runner.base_packed(rows, cache)
-        n = len(live)
-        forks = self._keep(live, hidden[:n, :max(len(r) for r, _, _ in rows[:n])], view, 0, lead, heal, mode)
+        n, width = len(live), max(len(r) for r, _, _ in rows[:len(live)])
         seqs = [seq for _, seq in riding]
-        ids = self._scored_ids(seqs, lead)
-        scores = self._score_hidden(hidden[n:, :ids.shape[1]], ids, seqs, lead)
+        scored = self._scored_rows(hidden[n:], seqs, lead)
+        # one head product for the branches' rows and the scored lines' (the head's weights streamed once)
+        logits = self.runner.head_logits(torch.cat([hidden[:n, :width].reshape(n * width, -1), scored]))
+        forks = self._keep(live, logits[:n * width].view(n, width, -1), view, 0, lead, heal, mode)
+        scores = self._scores(logits[n * width:], scored, self._scored_ids(seqs, lead), seqs, lead)
         done_scores.update(zip([t for t, _ in riding], scores))
         return forks
 
-    def _keep(self, live: list[_Branch], hidden: torch.Tensor, view, offset: int, lead: list[int], heal: str,
+    def _keep(self, live: list[_Branch], logits: torch.Tensor, view, offset: int, lead: list[int], heal: str,
               mode: str) -> list[_Branch]:
-        """`_extend`'s keeping, from a pass whose rows `offset`, `offset + 1`, ... of `hidden` and of the cache
-        `view` fed the live branches (`_row_specs`); returns the forks it starts."""
-        logits = self.runner.head_logits(hidden)
+        """`_extend`'s keeping, from a pass whose rows `offset`, `offset + 1`, ... of the cache `view` fed the live
+        branches (`_row_specs`), their logits [n, W, V'] (row j predicting token j + 1); returns the forks it
+        starts."""
         best_cols = sampler.argmax(logits)
         best = self.runner.ids_of(best_cols).tolist()
         texts = self.lc.columns.column_texts()

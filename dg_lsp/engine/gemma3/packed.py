@@ -51,7 +51,7 @@ from ..dtype_auto import median_ms
 # a pass of more rows than this takes the plain weight: float32, packed is no faster there (table above); bfloat16
 # (Xeon with AMX, one thread, 126 linears of the trunk's shapes, ms a sweep, the row count new to oneDNN each time /
 # seen before): plain against packed 49.0 / 36.9 at 70 rows, 64.2 / 52.4 at 150, 79.7 / 73.1 at 256, 101.5 / 91.4
-# at 320, 143.6 / 144.0 at 400 and 181.9 / 210.5 at 700 (docs/results/packed-rows-bf16.md)
+# at 320, 143.6 / 144.0 at 400 and 181.9 / 210.5 at 700 (docs/results/request-time-s32.md)
 MAX_ROWS = {torch.float32: 64, torch.bfloat16: 320}
 STEP_MARGIN = 1.05  # packed is kept when the calibration passes are at least this much faster
 AGREE = 1.0  # ... and the greedy choice agrees with float32's plain product on this share of the canvas rows
