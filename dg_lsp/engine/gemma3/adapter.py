@@ -102,8 +102,8 @@ class LoRALinear(nn.Module):
         """A prepacked float32 copy (engine/gemma3/packed.py) of the merged weight, which replaces the plain merged copy
         (no memory added) and serves every decoder pass without autograd while the weights it was made from are
         unchanged; with `base`, also one of the base weight, for the base model's passes of at most
-        packed.MAX_ROWS rows for its dtype (one more copy of the weights). `keep_merged` keeps the plain merged copy too (for timing both;
-        `release_merged` drops it later). `on=False` drops the packed copies."""
+        packed.MAX_ROWS rows for its dtype (one more copy of the weights). `keep_merged` keeps the plain merged copy
+        too (for timing both; `release_merged` drops it later). `on=False` drops the packed copies."""
         self.packed_base = self.packed_merged = self._packed_key = None
         if self.merged is None or self._merged_key != self._key():
             self.merge()  # off: the plain merged copy back (packing dropped it)
