@@ -335,13 +335,6 @@ class Alternatives:
                 out.append(_Branch(ids, [], fork=True))
         return out
 
-    def _forward(self, seqs: list[list[int]], lead: list[int], start: int, cache):
-        """One causal base pass over `lead + seq` for each sequence (right-padded): (hidden [B, W, H], the padded
-        ids [B, W])."""
-        ids = self._scored_ids(seqs, lead)
-        positions = torch.arange(start, start + ids.shape[1], dtype=torch.long).unsqueeze(0).expand(len(seqs), -1)
-        return self.runner.base_hidden(ids, cache, positions), ids
-
     def _scored_ids(self, seqs: list[list[int]], lead: list[int]) -> torch.LongTensor:
         """The rows `lead + seq` of a scoring pass, right-padded to the longest: ids [B, W]."""
         width = max(len(lead) + len(s) for s in seqs)

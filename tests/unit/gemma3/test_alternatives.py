@@ -80,6 +80,14 @@ def unsure(engine, monkeypatch):
     monkeypatch.setattr(AL, "P_ALT", 0.0)
 
 
+def _forward(alt, seqs, lead, start, cache):
+    """A causal base pass over `lead + seq` for each sequence, right-padded (the reference the scores are checked
+    against): (hidden [B, W, H], the padded ids [B, W])."""
+    ids = alt._scored_ids(seqs, lead)
+    positions = torch.arange(start, start + ids.shape[1], dtype=torch.long).unsqueeze(0).expand(len(seqs), -1)
+    return alt.runner.base_hidden(ids, cache, positions), ids
+
+
 def _request(prefix=PREFIX, suffix=SUFFIX, alternatives=2):
     params = DenoiseParams(temperature=0.0, verify_weight=1.0, alternatives=alternatives)
     # no healing: the tiny model's tokens split the prompt's indentation its own way
@@ -109,7 +117,7 @@ def test_a_lines_score_is_the_base_models_log_probability_of_it_and_the_suffix_h
     assert scores[0] != pytest.approx(scores[1])
     # a token outside a restricted output vocabulary is scored with its own logit: the tied head's row, as the
     # full model computes it
-    hidden, ids = alt._forward(seqs[:1], lead, len(started.prompt), started.cache)
+    hidden, ids = _forward(alt, seqs[:1], lead, len(started.prompt), started.cache)
     with torch.no_grad():
         full = model(input_ids=torch.tensor([started.prompt + lead + seqs[0]])).logits[0, len(started.prompt):].float()
     own = engine.runner.token_logits(hidden, ids)
@@ -160,7 +168,7 @@ def test_alternatives_are_the_base_models_greedy_lines_and_drafting_changes_no_t
             continue
         branch_at = next(i for i, (a, b) in enumerate(zip(ids_b, ids)) if a != b) + 1
         for k in range(branch_at, len(ids_b)):
-            hidden, _ = alt._forward([ids_b[:k]], lead, len(started.prompt), started.cache)
+            hidden, _ = _forward(alt, [ids_b[:k]], lead, len(started.prompt), started.cache)
             best = int(runner.ids_of(runner.head_logits(hidden)[0, -1].argmax()))
             assert best == ids_b[k]
 
@@ -265,7 +273,7 @@ def test_a_line_starts_branch_forks_and_every_fork_writes_the_base_models_greedy
     for b in branches:
         assert b.ids[:len(start_ids)] == start_ids and b.done
         for k in range(len(start_ids) + 1, len(b.ids)):
-            hidden, _ = alt._forward([b.ids[:k]], lead, len(started.prompt), started.cache)
+            hidden, _ = _forward(alt, [b.ids[:k]], lead, len(started.prompt), started.cache)
             assert int(runner.ids_of(runner.head_logits(hidden)[0, -1].argmax())) == b.ids[k]
 
 
