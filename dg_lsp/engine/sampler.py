@@ -109,7 +109,10 @@ def left_to_right_accept(entropy: torch.Tensor, entropy_bound: float, eligible: 
     Ineligible (pinned) positions count as zero entropy."""
     open_ = eligible & ~settled
     entropy = torch.where(open_, entropy, torch.zeros_like(entropy))
-    before = torch.cumsum(entropy, dim=-1) - entropy
+    # the sum over the positions strictly before each one, as a shifted running sum: `cumsum - entropy` would lose a
+    # small sum beside a large entropy to rounding (1e-8 + 1.03 - 1.03 is 0 in float32) and take a position the
+    # rule refuses at a bound of 0
+    before = torch.nn.functional.pad(torch.cumsum(entropy, dim=-1)[..., :-1], (1, 0))
     return eligible & (before <= entropy_bound)
 
 

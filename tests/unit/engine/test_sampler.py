@@ -64,6 +64,11 @@ def test_left_to_right_accept_takes_a_prefix_of_the_open_positions():
     assert sampler.left_to_right_accept(two, 0.1, torch.ones(2, 3, dtype=torch.bool),
                                         torch.zeros(2, 3, dtype=torch.bool)).tolist() == \
         [[True, True, True], [True, False, False]]
+    # the sum before a position is not lost to rounding beside a large entropy: in float32 1e-8 + 1.03 - 1.03 is 0,
+    # which would take the second position at a bound of 0
+    tiny = torch.tensor([[1e-8, 1.03, 0.5]])
+    assert sampler.left_to_right_accept(tiny, 0.0, torch.ones(1, 3, dtype=torch.bool),
+                                        torch.zeros(1, 3, dtype=torch.bool)).tolist() == [[True, False, False]]
 
 
 def test_entropy_of_tempered_logits_is_unchanged():

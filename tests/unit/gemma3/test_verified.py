@@ -329,11 +329,21 @@ def test_a_stopped_walk_keeps_its_line_where_the_decoder_ends_it_next(engine, mo
     assert out.generated_tokens == 2 + ("deadline_ms" in budget)  # the kept tokens, and the fresh guess
 
 
-def test_the_walks_entropy_is_the_samplers_at_the_positions_it_reads():
-    # VerifiedWalk drafts by the entropy of the open slots only (verified._entropy_at): the same values there as
-    # sampler.token_entropy over the whole canvas, 0 elsewhere
+def _entropy_at(raw: torch.Tensor, temp: float, at: torch.BoolTensor, reference: bool) -> torch.Tensor:
+    """The reference for the walk's drafting rule: sampler.token_entropy of `raw / temp` at every position some row
+    of `at` marks, 0 at the others."""
     from dg_lsp.engine import sampler
-    from dg_lsp.engine.verified import _entropy_at
+
+    cols = at.any(dim=0).nonzero().flatten()
+    out = torch.zeros(at.shape, dtype=torch.float32)
+    if len(cols):
+        out[:, cols] = sampler.token_entropy(raw[:, cols] / temp, reference).float()
+    return out
+
+
+def test_the_walks_entropy_is_the_samplers_at_the_positions_it_reads():
+    # the reference helper above: the same values as sampler.token_entropy over the whole canvas at the open slots
+    from dg_lsp.engine import sampler
 
     raw = torch.randn(2, 9, 50, generator=torch.Generator().manual_seed(0)) * 4
     at = torch.zeros(2, 9, dtype=torch.bool)
@@ -343,3 +353,27 @@ def test_the_walks_entropy_is_the_samplers_at_the_positions_it_reads():
         got = _entropy_at(raw, 0.3, at, reference)
         cols = at.any(0)
         assert torch.equal(got[:, cols], whole[:, cols].float()) and not got[:, ~cols].any()
+
+
+@pytest.mark.parametrize("bound", [0.0, 0.1, 1.0, 3.0, 100.0])
+def test_the_walks_drafts_are_the_rules_over_every_open_slots_entropy(bound):
+    # verified._drafted computes the entropies a few open slots at a time and stops once every row's sum passed the
+    # bound: the drafts must be those of left_to_right_accept over the entropy of every open slot
+    from dg_lsp.engine import sampler
+    from dg_lsp.engine.verified import _drafted
+
+    gen = torch.Generator().manual_seed(1)
+    for trial in range(40):
+        b, length = (1, 2)[trial % 2], 12
+        # sharp and flat rows mixed, so that sums pass the bound at different slots in each row
+        raw = torch.randn(b, length, 40, generator=gen) * torch.rand(b, length, 1, generator=gen) * 30
+        open_ = torch.rand(b, length, generator=gen) < 0.7
+        open_[:, :2] = False  # the lead and a kept slot
+        for reference in (False, True):
+            want = sampler.left_to_right_accept(_entropy_at(raw, 0.5, open_, reference), bound, open_,
+                                                torch.zeros_like(open_)) & open_
+            for first in (1, 2, 5):
+                assert torch.equal(_drafted(raw, 0.5, open_, bound, reference, first), want), (trial, first)
+    # nothing open: nothing drafted
+    none = torch.zeros(1, 5, dtype=torch.bool)
+    assert not _drafted(torch.randn(1, 5, 40), 0.5, none, 0.1, False).any()
