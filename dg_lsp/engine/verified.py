@@ -101,12 +101,13 @@ class VerifiedWalk:
                 view.widen_for(next((p for p in slots[0] if not bool(kept[0, p])), length))
             raw = None
             if view is not None and not view.whole:  # a narrowed pass, unless it ends the hole inside a line
-                raw = constrain(view.decode(base_canvas, cache, positions, bool(layout)), canvas, biases)
+                raw = constrain(view.decode(base_canvas, cache, positions, bool(layout)), canvas, biases, owned=True)
                 if view.ends_mid_line(raw, base_canvas, kept, slots[0]):  # widened: this pass runs again, whole
                     forwards += (~finished).int()
                     raw = None
             if raw is None:
-                raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases)
+                raw = constrain(self.runner.decode(base_canvas, cache, positions, None, mask, **layout), canvas, biases,
+                                owned=True)
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             open_ = hole & ~kept & ~finished[:, None] & (view.open().to(dev) if view is not None else True)
             drafts = _drafted(raw, temp, open_, params.entropy_bound, params.reference_sampling)
@@ -134,7 +135,7 @@ class VerifiedWalk:
                 riders.take(ridden, rows_view)
             else:
                 base = self.runner.verify(current, cache, positions, width, walk)
-            base = constrain(base, _narrow(canvas, width), [(col, bias[:, :width]) for col, bias in biases])
+            base = constrain(base, _narrow(canvas, width), [(col, bias[:, :width]) for col, bias in biases], owned=True)
             steps += 1
             temp = sampler.step_temperature(greedy, remaining, params.max_steps, t_hi, t_hi * params.t_min_ratio)
             # greedy, the rows left of every row's first open slot are never read (sampling keeps every row's draws)

@@ -118,3 +118,24 @@ def test_argmax_is_torchs_argmax_ties_included():
         x[1, 4, 17] = float("nan")
         assert torch.equal(sampler.argmax(x), x.argmax(dim=-1))
         assert torch.equal(sampler.argmax(x[0, 0]), x[0, 0].argmax(dim=-1))  # one row, as the AR twin's token
+
+
+def test_constrain_copies_unless_the_caller_owns_the_logits():
+    # outcome.constrain adds the canvas's biases; a pass's fresh logits (owned) are changed in place, anything else is
+    # copied first, and the values are the same either way
+    from dg_lsp.engine.canvas import BANNED, pad_fill_canvas
+    from dg_lsp.engine.outcome import constrain
+
+    canvas = pad_fill_canvas([1, 2], [7, 8], 6, 2, fill_id=3, pad_id=0, lead_ids=[2])
+    bias = torch.zeros(1, canvas.canvas_ids.shape[1])
+    bias[0, 2] = BANNED
+    raw = torch.randn(1, canvas.canvas_ids.shape[1], 10, generator=torch.Generator().manual_seed(0))
+    before = raw.clone()
+    copied = constrain(raw, canvas, [(5, bias)])
+    assert torch.equal(raw, before) and copied is not raw
+    assert copied[0, 2, 5] == before[0, 2, 5] + BANNED and torch.equal(copied[0, :2], before[0, :2])
+    owned = constrain(raw, canvas, [(5, bias)], owned=True)
+    assert owned is raw and torch.equal(owned, copied)
+    # nothing to add: the same tensor back, unchanged
+    plain = torch.randn(1, 3, 10)
+    assert constrain(plain, pad_fill_canvas([1], [7], 3, 1, fill_id=3, pad_id=0), []) is plain
