@@ -222,15 +222,19 @@ def _drafted(raw: torch.Tensor, temp: float, open_: torch.BoolTensor, bound: flo
     `open_`, with each entropy computed only where the rule reads it. A slot is drafted while the
     entropies of the open slots on its left sum to at most `bound`, so once that sum passes the bound in every row, no
     later entropy changes the answer: they are computed a few columns at a time (`first`, then twice as many), and the
-    rest stay 0. The same drafts as from every open slot's entropy; the walk reads one or two of a hole's 16."""
+    rest stay 0. The same drafts as from every open slot's entropy; the walk reads one or two of a hole's 16. The
+    stop reads the rule's own running sum (a running sum's later terms only add to it), and a row with no open slot
+    left to compute is done."""
     cols = open_.any(dim=0).nonzero().flatten().tolist()
     entropy = torch.zeros(open_.shape, dtype=torch.float32, device=raw.device)
+    zeros = torch.zeros_like(entropy)
     done, size = 0, first
     while done < len(cols):
         part = cols[done:done + size]
         entropy[:, part] = sampler.token_entropy(raw[:, part] / temp, reference).float()
         done, size = done + len(part), 2 * size
-        if bool((torch.where(open_, entropy, torch.zeros_like(entropy)).sum(dim=-1) > bound).all()):
+        passed = torch.cumsum(torch.where(open_, entropy, zeros), dim=-1)[:, -1] > bound
+        if done >= len(cols) or bool((passed | ~open_[:, cols[done:]].any(dim=-1)).all()):
             break
     return sampler.left_to_right_accept(entropy, bound, open_, torch.zeros_like(open_)) & open_
 

@@ -374,6 +374,13 @@ def test_the_walks_drafts_are_the_rules_over_every_open_slots_entropy(bound):
                                                 torch.zeros_like(open_)) & open_
             for first in (1, 2, 5):
                 assert torch.equal(_drafted(raw, 0.5, open_, bound, reference, first), want), (trial, first)
+    # a finished row (no open slot) beside an open one: the open row's drafts, the finished row's none
+    raw = torch.randn(2, 8, 40, generator=gen) * 5
+    open_ = torch.zeros(2, 8, dtype=torch.bool)
+    open_[0, 1:] = True
+    want = sampler.left_to_right_accept(_entropy_at(raw, 0.5, open_, False), bound, open_,
+                                        torch.zeros_like(open_)) & open_
+    assert torch.equal(_drafted(raw, 0.5, open_, bound, False, 1), want) and not want[1].any()
     # nothing open: nothing drafted
     none = torch.zeros(1, 5, dtype=torch.bool)
     assert not _drafted(torch.randn(1, 5, 40), 0.5, none, 0.1, False).any()
