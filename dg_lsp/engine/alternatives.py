@@ -335,12 +335,6 @@ class Alternatives:
                 out.append(_Branch(ids, [], fork=True))
         return out
 
-    def _scored_ids(self, seqs: list[list[int]], lead: list[int]) -> torch.LongTensor:
-        """The rows `lead + seq` of a scoring pass, right-padded to the longest: ids [B, W]."""
-        width = max(len(lead) + len(s) for s in seqs)
-        pad = self.lc.pad_id if self.lc.pad_id is not None else 0
-        return torch.tensor([lead + s + [pad] * (width - len(lead) - len(s)) for s in seqs], dtype=torch.long)
-
     @staticmethod
     def _row_specs(live: list[_Branch], lead: list[int], start: int) -> list[tuple[list[int], int, list | None]]:
         """Each live branch's row of a base pass: (its tokens lead + ids + draft after those it holds keys and values
@@ -359,7 +353,7 @@ class Alternatives:
         rest of the full vocabulary, a small overestimate)."""
         hidden, _ = self.runner.base_packed([(lead + seq, start, None) for seq in seqs], cache)
         rows = self._scored_rows(hidden, seqs, lead)
-        return self._scores(self.runner.head_logits(rows), rows, self._scored_ids(seqs, lead), seqs, lead)
+        return self._scores(self.runner.head_logits(rows), rows, seqs)
 
     @staticmethod
     def _scored_rows(hidden: torch.Tensor, seqs: list[list[int]], lead: list[int]) -> torch.Tensor:
@@ -368,12 +362,10 @@ class Alternatives:
         first = len(lead) - 1  # the row that predicts a sequence's first token
         return torch.cat([hidden[b, first:first + len(seq)] for b, seq in enumerate(seqs)])
 
-    def _scores(self, logits: torch.Tensor, rows: torch.Tensor, ids: torch.LongTensor, seqs: list[list[int]],
-                lead: list[int]) -> list[float]:
-        """`_score` from the `_scored_rows` (`rows` [N, H]) and their logits [N, V'], given the rows' ids [B, W]
-        (`lead + seq`, padded)."""
-        first = len(lead) - 1
-        targets = torch.cat([ids[b, first + 1:first + 1 + len(seq)] for b, seq in enumerate(seqs)]).to(rows.device)
+    def _scores(self, logits: torch.Tensor, rows: torch.Tensor, seqs: list[list[int]]) -> list[float]:
+        """`_score` from the `_scored_rows` (`rows` [N, H]) and their logits [N, V'], row i predicting the i-th of the
+        sequences' tokens end to end."""
+        targets = torch.tensor([t for seq in seqs for t in seq], dtype=torch.long, device=rows.device)
         cols = self.runner.output_vocab.to_rows(targets)
         inside = cols >= 0
         own = torch.where(inside, logits.gather(-1, cols.clamp(min=0).unsqueeze(-1)).squeeze(-1),
@@ -442,7 +434,7 @@ class Alternatives:
         # one head product for the branches' rows and the scored lines' (the head's weights streamed once)
         logits = self.runner.head_logits(torch.cat([hidden[:n, :width].reshape(n * width, -1), scored]))
         forks = self._keep(live, logits[:n * width].view(n, width, -1), view, 0, lead, heal, mode)
-        scores = self._scores(logits[n * width:], scored, self._scored_ids(seqs, lead), seqs, lead)
+        scores = self._scores(logits[n * width:], scored, seqs)
         done_scores.update(zip([t for t, _ in riding], scores))
         return forks
 

@@ -83,7 +83,9 @@ def unsure(engine, monkeypatch):
 def _forward(alt, seqs, lead, start, cache):
     """A causal base pass over `lead + seq` for each sequence, right-padded (the reference the scores are checked
     against): (hidden [B, W, H], the padded ids [B, W])."""
-    ids = alt._scored_ids(seqs, lead)
+    width = max(len(lead) + len(s) for s in seqs)
+    pad = alt.lc.pad_id if alt.lc.pad_id is not None else 0
+    ids = torch.tensor([lead + s + [pad] * (width - len(lead) - len(s)) for s in seqs], dtype=torch.long)
     positions = torch.arange(start, start + ids.shape[1], dtype=torch.long).unsqueeze(0).expand(len(seqs), -1)
     return alt.runner.base_hidden(ids, cache, positions), ids
 
