@@ -234,9 +234,9 @@ def _drafted(raw: torch.Tensor, temp: float, open_: torch.BoolTensor, bound: flo
         entropy[:, part] = sampler.token_entropy(raw[:, part] / temp, reference).float()
         done, size = done + len(part), 2 * size
         passed = torch.cumsum(torch.where(open_, entropy, zeros), dim=-1)[:, -1] > bound
-        if done >= len(cols) or bool((passed | ~open_[:, cols[done:]].any(dim=-1)).all()):
+        if bool((passed | ~open_[:, cols[done:]].any(dim=-1)).all()):
             break
-    return sampler.left_to_right_accept(entropy, bound, open_, torch.zeros_like(open_)) & open_
+    return sampler.left_to_right_accept(entropy, bound, open_, torch.zeros_like(open_))
 
 
 def _narrow(canvas: InfillCanvas, width: int) -> InfillCanvas:
