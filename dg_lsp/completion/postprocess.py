@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import re
 
+from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax, scope_window
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffd]")
-_PAIRS = {")": "(", "]": "[", "}": "{"}
 _TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
-_QUOTES = ('"""', "'''", '"', "'", "`")
 
 
 def strip_control(text: str) -> str:
@@ -58,44 +57,12 @@ def unmatched_closers(text: str) -> list[int]:
     for i, ch in enumerate(text):
         if ch in "([{":
             stack.append(ch)
-        elif ch in _PAIRS:
-            if stack and stack[-1] == _PAIRS[ch]:
+        elif ch in PAIRS:
+            if stack and stack[-1] == PAIRS[ch]:
                 stack.pop()
             else:
                 unmatched.append(i)
     return unmatched
-
-
-def open_brackets(text: str) -> list[str]:
-    """The brackets still open at the end of `text`, outermost first. Brackets inside string literals
-    (one-line quotes, triple quotes, backticks) and line comments (`#`, `//`) do not count; a closer
-    with no opener is ignored (it closes something before `text`)."""
-    stack: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "#" or text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        quote = next((q for q in _QUOTES if text.startswith(q, i)), None)
-        if quote is not None:
-            i += len(quote)
-            multi = len(quote) == 3 or quote == "`"
-            while i < n and not text.startswith(quote, i):
-                if text[i] == "\\":
-                    i += 1
-                elif text[i] == "\n" and not multi:
-                    break
-                i += 1
-            i += len(quote)
-            continue
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in _PAIRS and stack and stack[-1] == _PAIRS[ch]:
-            stack.pop()
-        i += 1
-    return stack
 
 
 def _leading_closers(suffix: str) -> str:
@@ -104,7 +71,7 @@ def _leading_closers(suffix: str) -> str:
     for ch in suffix.split("\n", 1)[0]:
         if ch in " \t":
             continue
-        if ch not in _PAIRS:
+        if ch not in PAIRS:
             break
         out.append(ch)
     return "".join(out)
@@ -114,7 +81,7 @@ def _has_excess_closer(stack: list[str], closers: str) -> bool:
     """True if some closer of `closers` finds no matching opener on `stack` (the brackets open before it)."""
     stack = list(stack)
     for ch in closers:
-        if not stack or stack[-1] != _PAIRS[ch]:
+        if not stack or stack[-1] != PAIRS[ch]:
             return True
         stack.pop()
     return False
@@ -130,7 +97,7 @@ def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "") -> str
     closers = _leading_closers(suffix)
     while True:
         stripped = text.rstrip(" \t")
-        if not stripped or stripped[-1] not in _PAIRS or not closers or closers[0] != stripped[-1]:
+        if not stripped or stripped[-1] not in PAIRS or not closers or closers[0] != stripped[-1]:
             return text
         if not _has_excess_closer(open_brackets(prefix + stripped), closers):
             return text

@@ -1,8 +1,9 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
+from dg_lsp.completion.brackets import open_brackets
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
-                                           open_brackets, strip_control, trim_suffix_overlap)
+                                           strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
 from dg_lsp.engine.healing import unheal
 
