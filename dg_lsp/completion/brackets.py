@@ -7,17 +7,38 @@ from __future__ import annotations
 
 PAIRS = {")": "(", "]": "[", "}": "{"}  # each closer's opener
 QUOTES = ('"""', "'''", '"', "'", "`")  # the string delimiters `open_brackets` skips over, longest first
+# where a line comment starts, by canonical language name (context/languages.py); any other language, or none: both
+# (`#` starts a private name in JavaScript and a preprocessor line in C, `//` divides in Python)
+LINE_COMMENTS = {"python": ("#",), **{name: ("//",) for name in
+                                       ("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp")}}
+ANY_COMMENTS = ("#", "//")
 
 
-def open_brackets(text: str) -> list[str]:
+def open_brackets(text: str, language: str | None = None) -> list[str]:
     """The brackets still open at the end of `text`, outermost first. Brackets inside string literals
-    (one-line quotes, triple quotes, backticks) and line comments (`#`, `//`) do not count; a closer
-    with no opener is ignored (it closes something before `text`)."""
+    (one-line quotes, triple quotes, backticks) and line comments (`#` in Python, `//` in the brace languages,
+    both for any other language or none) do not count; a closer with no opener is ignored (it closes something
+    before `text`)."""
+    return _scan(text, [], language)[0]
+
+
+def open_counts(text: str, offsets: list[int], language: str | None = None) -> list[int]:
+    """How many brackets are open (as `open_brackets` counts them) at each of the ascending `offsets` of `text`:
+    `len(open_brackets(text[:k], language))` for each k, in one pass over `text`."""
+    return _scan(text, offsets, language)[1]
+
+
+def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str], list[int]]:
+    """The brackets open at the end of `text`, and how many are open at each of the ascending `offsets`."""
+    comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     stack: list[str] = []
+    counts: list[int] = []
     i, n = 0, len(text)
     while i < n:
+        while len(counts) < len(offsets) and offsets[len(counts)] <= i:
+            counts.append(len(stack))  # an offset inside a string or comment: what was open where it began
         ch = text[i]
-        if ch == "#" or text.startswith("//", i):
+        if any(text.startswith(c, i) for c in comments):
             end = text.find("\n", i)
             i = n if end < 0 else end
             continue
@@ -38,4 +59,5 @@ def open_brackets(text: str) -> list[str]:
         elif ch in PAIRS and stack and stack[-1] == PAIRS[ch]:
             stack.pop()
         i += 1
-    return stack
+    counts += [len(stack)] * (len(offsets) - len(counts))
+    return stack, counts

@@ -5,7 +5,9 @@ enclosing scope parsed alone (`scope_window`: the scope's lines, or the top-leve
 opens no string, docstring or comment it does not close. A multi-line one is cut to its longest clean run of leading
 lines, a broken first line of a text inside a line to its longest clean start (at the end of a word or a closing
 bracket; a whole-line text is shown whole or not at all); when no cut is clean the answer is "" (nothing is shown):
-a user prefers no suggestion to a broken one.
+a user prefers no suggestion to a broken one. The scope is the one found in the document without the suggestion,
+whose brackets end it one closer early where the suggestion opens a block whose closer is already below (`} el` +
+`se {`): there the scope is judged through the lines that hold that closer (`reaching_closers`).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from dg_lsp.completion.brackets import open_counts
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -101,8 +104,13 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
             return True
         if mend is not None:
             return not insertion_lands_clean(mend[0], candidate, mend[1], language)
-        return any(insertion_breaks_syntax(p, candidate, s, language, before)
-                   for (p, s), before in zip(regions, befores))
+        return any(breaks_region(p, candidate, s, before) for (p, s), before in zip(regions, befores))
+
+    def breaks_region(p: str, candidate: str, s: str, before) -> bool:
+        # the region's lines through the closers the text needs, against the region's own errors without the text
+        # (both balanced: the lines taken on would leave the region without the text one closer too many)
+        return insertion_breaks_syntax(p, candidate, reaching_closers(p, candidate, s, suffix, language), language,
+                                       before)
 
     if not breaks(text):
         return text
@@ -121,6 +129,28 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         if not breaks(cut):
             return cut
     return ""
+
+
+def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, language: str | None = None) -> str:
+    """A region's `suffix` (the start of the window's `window_suffix`) taken on, line by line, until the brackets
+    `text` opens in the region are closed (as few left open as without it), else `suffix` itself. The enclosing
+    scope was found in the document without the text: where a text opens a block whose closer is already below
+    (`} el` + `se {`, then the `}` that ends the else), that document's brackets end the scope one closer early,
+    and the region would blame the text for a closer it has, just past the region's end. A text that opens a
+    bracket nothing in the window closes keeps the region as it was."""
+    if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
+        return suffix
+    after = window_suffix[len(suffix):]
+    ends = [i + 1 for i, ch in enumerate(after) if ch == "\n"] + ([len(after)] if not after.endswith("\n") else [])
+    with_text, without = prefix + text + suffix, prefix + suffix
+    opened = open_counts(with_text + after, [len(with_text)] + [len(with_text) + e for e in ends], language)
+    before = open_counts(without + after, [len(without)] + [len(without) + e for e in ends], language)
+    if opened[0] <= before[0]:
+        return suffix  # the text leaves no more open in the region than was
+    for k, end in enumerate(ends, start=1):
+        if opened[k] <= before[k]:
+            return suffix + after[:end]
+    return suffix
 
 
 _PIECES = re.compile(r"\w+|\s+|[^\w\s]")

@@ -44,6 +44,10 @@ def test_closers_are_balanced_against_brackets_the_prefix_opened():
     assert drop_closers_the_suffix_has("b))", ")", "y = f(g(a") == "b)"
     assert drop_closers_the_suffix_has("b]", "])", "y = f([g[a") == "b]"
     assert open_brackets("x = f('(', \"[\",  # (\n  g(") == ["(", "("]  # strings and comments do not count
+    # a line comment by language: `#` starts a private name in JavaScript, `//` divides in Python
+    assert open_brackets("this.#run({", "javascript") == ["(", "{"]
+    assert open_brackets("n = (a // 2) + (b", "python") == ["("]
+    assert open_brackets("f(x) // (", "javascript") == [] and open_brackets("f(x) # (", "python") == []
     doc = "y = f(g(a)\n"
     assert accept(doc, 0, 9, shown(doc, 0, 9, "b)")) == "y = f(g(ab))\n"
 
@@ -171,3 +175,4 @@ def test_a_suggestion_that_finishes_the_cursors_statement_is_shown_where_tree_si
     assert shown(doc, 8, column, "s not None:\n            if x") == "s not None:"
     assert shown(doc, 8, column, "s not (:\n") == ""  # still broken: nothing
     assert shown(doc, 8, column, "s None\n") == ""  # no colon: Python complains on the cursor's line
+

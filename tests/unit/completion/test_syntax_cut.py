@@ -2,6 +2,9 @@
 opens a string or docstring it does not close, is cut to its longest clean run of leading lines, or not shown
 at all. Pure functions on tree-sitter, and the production path (`finish_suggestion`) on a real context."""
 
+import pytest
+
+from dg_lsp.completion.gate import reaching_closers
 from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
 
@@ -185,3 +188,54 @@ def test_a_line_end_that_opens_a_block_with_no_body_under_it_is_not_shown():
     # a body under the cursor's line: the block it opens is not empty
     body = "\n        encoded_body = []\n    return encoded_body\n"
     assert clean_cut("if soft_break:", prefix, body, "python") == "if soft_break:"
+
+
+def _js_else(method: str) -> tuple[str, str]:
+    prefix = ("class Runner {\n"
+              f"  {method} (items) {{\n"
+              "    if (items.length) {\n"
+              "      if (!this.quiet) {\n"
+              "        console.log('items')\n"
+              "      } el")
+    suffix = ("\n"
+              "        console.log('quiet')\n"
+              "      }\n"
+              "      for (const item of items) {\n"
+              "        console.log(item)\n"
+              "      }\n"
+              "    }\n"
+              "    return true\n"
+              "  }\n"
+              "}\n")
+    return prefix, suffix
+
+
+@pytest.mark.parametrize("method", ["list", "async #list"])
+def test_a_text_that_opens_a_block_whose_closer_is_below_is_shown(method):
+    # `} el|` with the else's body and its `}` below: the scope found in the document without the text ends one
+    # closer early (its brackets close the method at the if's `}`), so the scope must reach the closer the text needs
+    prefix, suffix = _js_else(method)
+    lines = prefix.split("\n")
+    ctx = extract_context(prefix + suffix, "javascript", len(lines) - 1, len(lines[-1]))
+    def shown(text):
+        return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8)
+
+    assert shown("se {\n") == "se {"
+    assert shown("se if (x) {\n") == "se if (x) {"
+    # one brace too many breaks the file whatever the scope reaches: cut to the clean start
+    assert shown("se {{\n") == "se"
+
+
+def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
+    window_suffix = "\n  a()\n}\nb()\n}\nc()\n"
+    scope_suffix = "\n  a()\n}\n"
+    prefix = "f() {\n  if (x) {\n    y()\n  } el"
+    # the text opens one brace more than the region closes: the region goes on through the next closer's line
+    assert reaching_closers(prefix, "se {", scope_suffix, window_suffix, "javascript") == "\n  a()\n}\nb()\n}\n"
+    # a text that opens nothing, or whose brackets close on its own, leaves the region as it was
+    assert reaching_closers(prefix, "se", scope_suffix, window_suffix, "javascript") == scope_suffix
+    assert reaching_closers(prefix, "se {}", scope_suffix, window_suffix, "javascript") == scope_suffix
+    # nothing in the window closes what the text opens: the region stays
+    assert reaching_closers(prefix, "se {{{", scope_suffix, window_suffix, "javascript") == scope_suffix
+    # the window's own region (its suffix is the whole window's) is never taken on
+    assert reaching_closers(prefix, "se {", window_suffix, window_suffix, "javascript") == window_suffix
