@@ -87,19 +87,20 @@ def _has_excess_closer(stack: list[str], closers: str) -> bool:
     return False
 
 
-def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "") -> str:
+def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "", language: str | None = None) -> str:
     """A fill that ends with `)` while the suffix starts with `)` would close the bracket twice.
 
     Balanced against everything around the hole: the brackets the prefix leaves open, those the fill
     opens and closes, and the closers the suffix's line starts with. A trailing closer of the fill is
     dropped only while the suffix's leading closers then find no opener left for one of them, so
-    `y = f(g(a` + `b)` + `)` keeps its `)`: the fill closes `g(`, the suffix closes `f(`."""
+    `y = f(g(a` + `b)` + `)` keeps its `)`: the fill closes `g(`, the suffix closes `f(`. `language`: whose line
+    comments the brackets skip (`open_brackets`: `#` in Python, `//` elsewhere, both where it is not known)."""
     closers = _leading_closers(suffix)
     while True:
         stripped = text.rstrip(" \t")
         if not stripped or stripped[-1] not in PAIRS or not closers or closers[0] != stripped[-1]:
             return text
-        if not _has_excess_closer(open_brackets(prefix + stripped), closers):
+        if not _has_excess_closer(open_brackets(prefix + stripped, language), closers):
             return text
         text = stripped[:-1]
 
@@ -113,11 +114,12 @@ def _width(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", reach_cut: bool = True) -> str:
+def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", reach_cut: bool = True,
+                 language: str | None = None) -> str:
     """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block, or (with
     `reach_cut`) one that nothing reaches: a line of the block a `return`, `raise`, `break` or `continue` line
     ended (at its indentation; a `case` or a label is reached by a jump). `line_prefix`: the document's text
-    before the cursor on its line (the first line's start)."""
+    before the cursor on its line (the first line's start); `language` as for `drop_closers_the_suffix_has`."""
     lines = text.split("\n")
     kept = [lines[0]]
     first = line_prefix + lines[0]
@@ -129,7 +131,7 @@ def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", 
             break
         stmt = line.lstrip()
         ends = reach_cut and bool(_ENDS_FLOW.match(stmt))
-        if stmt and (ended is not None or ends) and not open_brackets(line_prefix + "\n".join(kept)):  # a statement
+        if stmt and (ended is not None or ends) and not open_brackets(line_prefix + "\n".join(kept), language):  # a statement
             width = _width(line)
             if width == ended and not _LABEL.match(stmt):
                 break
@@ -165,11 +167,13 @@ def is_whole_line_hole(prefix: str, suffix: str) -> bool:
 
 
 def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_line: bool = False,
-           single_line: bool = False, rest_of_line: bool = False, max_lines: int = 8, reach_cut: bool = True) -> str:
+           single_line: bool = False, rest_of_line: bool = False, max_lines: int = 8, reach_cut: bool = True,
+           language: str | None = None) -> str:
     """The shown text for a raw fill between `prefix` (the document before the hole, or its window)
     and `suffix`. `mid_line`: the cursor's line has text after it; `single_line`: at most one line;
     `rest_of_line`: one line if the text writes any on the cursor's line (the cursor ends a line of code);
-    `reach_cut`: end before a line that cannot run (not for a selection, which is never cut)."""
+    `reach_cut`: end before a line that cannot run (not for a selection, which is never cut); `language`: the
+    document's (its line comments, for counting brackets)."""
     text = strip_control(text)
     text = trim_suffix_overlap(text, suffix)
     # a whole-line hole keeps its line break: the text after the cursor moves to the next line
@@ -180,8 +184,8 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
         text = head
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
-        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut)
-    text = drop_closers_the_suffix_has(text, suffix, prefix)
+        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
+    text = drop_closers_the_suffix_has(text, suffix, prefix, language)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
         return ""
@@ -225,7 +229,7 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
                   mid_line=ctx.mid_line and not selection,
                   rest_of_line=rest_of_line(ctx) and not selection,
-                  max_lines=10_000 if selection else max_lines, reach_cut=not selection)
+                  max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:
         return text
     return clean_cut(text, prefix, ctx.suffix, ctx.language, scope_window(prefix, ctx.suffix, ctx))

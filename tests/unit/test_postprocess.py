@@ -176,3 +176,12 @@ def test_a_suggestion_that_finishes_the_cursors_statement_is_shown_where_tree_si
     assert shown(doc, 8, column, "s not (:\n") == ""  # still broken: nothing
     assert shown(doc, 8, column, "s None\n") == ""  # no colon: Python complains on the cursor's line
 
+
+def test_python_floor_division_is_not_a_comment_when_closers_are_balanced():
+    # `range(n // 2)` above: with `//` read as a comment its `)` went uncounted, a `(` stayed open, and a fill's `)`
+    # that the suffix also has was kept (`f(x))`)
+    prefix = "for i in range(n // 2):\n    total += f("
+    assert drop_closers_the_suffix_has("x)", ")\n", prefix, "python") == "x"
+    assert drop_closers_the_suffix_has("x)", ")\n", "total += f(", "python") == "x"
+    doc = prefix + ")\n"
+    assert accept(doc, 1, len("    total += f("), shown(doc, 1, len("    total += f("), "x)")) == doc[:-2] + "x)\n"
