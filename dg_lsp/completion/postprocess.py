@@ -94,7 +94,7 @@ def drop_closers_the_suffix_has(text: str, suffix: str, prefix: str = "", langua
     opens and closes, and the closers the suffix's line starts with. A trailing closer of the fill is
     dropped only while the suffix's leading closers then find no opener left for one of them, so
     `y = f(g(a` + `b)` + `)` keeps its `)`: the fill closes `g(`, the suffix closes `f(`. `language`: whose line
-    comments the brackets skip (`open_brackets`: `#` in Python, `//` elsewhere, both where it is not known)."""
+    comments the brackets skip (`brackets.open_brackets`)."""
     closers = _leading_closers(suffix)
     while True:
         stripped = text.rstrip(" \t")
@@ -131,7 +131,8 @@ def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", 
             break
         stmt = line.lstrip()
         ends = reach_cut and bool(_ENDS_FLOW.match(stmt))
-        if stmt and (ended is not None or ends) and not open_brackets(line_prefix + "\n".join(kept), language):  # a statement
+        # a statement starts here (no bracket left open above it)
+        if stmt and (ended is not None or ends) and not open_brackets(line_prefix + "\n".join(kept), language):
             width = _width(line)
             if width == ended and not _LABEL.match(stmt):
                 break
