@@ -6,8 +6,9 @@ opens no string, docstring or comment it does not close. A multi-line one is cut
 lines, a broken first line of a text inside a line to its longest clean start (at the end of a word or a closing
 bracket; a whole-line text is shown whole or not at all); when no cut is clean the answer is "" (nothing is shown):
 a user prefers no suggestion to a broken one. The scope is the one found in the document without the suggestion,
-whose brackets end it one closer early where the suggestion opens a block whose closer is already below (`} el` +
-`se {`): there the scope is judged through the lines that hold that closer (`reaching_closers`).
+whose brackets end it one closer early where the suggestion opens a block over lines already below, indented deeper,
+whose closer is there too (`} el` + `se {`): there the scope is judged through the lines that hold that closer
+(`reaching_closers`).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
@@ -136,9 +137,13 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     `text` opens in the region are closed (as few left open as without it), else `suffix` itself. The enclosing
     scope was found in the document without the text: where a text opens a block whose closer is already below
     (`} el` + `se {`, then the `}` that ends the else), that document's brackets end the scope one closer early,
-    and the region would blame the text for a closer it has, just past the region's end. A text that opens a
-    bracket nothing in the window closes keeps the region as it was."""
+    and the region would blame the text for a closer it has, just past the region's end. Only where the text
+    opens its block over lines already below (`heads_deeper_lines`): at a blank line over code of its own depth, an
+    opener would take the closer of a block around it (the method's `}`), which the region is there to catch. A
+    text that opens a bracket nothing in the window closes keeps the region as it was too."""
     if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
+        return suffix
+    if not heads_deeper_lines(prefix, text, suffix):
         return suffix
     after = window_suffix[len(suffix):]
     ends = [i + 1 for i, ch in enumerate(after) if ch == "\n"] + ([len(after)] if not after.endswith("\n") else [])
@@ -151,6 +156,22 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
         if opened[k] <= before[k]:
             return suffix + after[:end]
     return suffix
+
+
+def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:
+    """Whether the next line with code after the one `text` ends on (its last code, with the rest of that line) is
+    indented deeper than it: the text heads lines already below (`} el` + `se {` over the else's body)."""
+    end = len((prefix + text).rstrip())
+    if end == 0:
+        return False
+    whole = prefix + text + suffix
+    head, *rest = whole[whole.rfind("\n", 0, end) + 1:].split("\n")
+    below = next((line for line in rest if line.strip()), None)
+    return below is not None and _indent(below) > _indent(head)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
 
 
 _PIECES = re.compile(r"\w+|\s+|[^\w\s]")

@@ -4,7 +4,7 @@ at all. Pure functions on tree-sitter, and the production path (`finish_suggesti
 
 import pytest
 
-from dg_lsp.completion.gate import reaching_closers
+from dg_lsp.completion.gate import heads_deeper_lines, reaching_closers
 from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
 
@@ -227,11 +227,11 @@ def test_a_text_that_opens_a_block_whose_closer_is_below_is_shown(method):
 
 
 def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
-    window_suffix = "\n  a()\n}\nb()\n}\nc()\n"
-    scope_suffix = "\n  a()\n}\n"
+    window_suffix = "\n    a()\n  }\n}\nb()\n}\n"
+    scope_suffix = "\n    a()\n  }\n"
     prefix = "f() {\n  if (x) {\n    y()\n  } el"
     # the text opens one brace more than the region closes: the region goes on through the next closer's line
-    assert reaching_closers(prefix, "se {", scope_suffix, window_suffix, "javascript") == "\n  a()\n}\nb()\n}\n"
+    assert reaching_closers(prefix, "se {", scope_suffix, window_suffix, "javascript") == "\n    a()\n  }\n}\n"
     # a text that opens nothing, or whose brackets close on its own, leaves the region as it was
     assert reaching_closers(prefix, "se", scope_suffix, window_suffix, "javascript") == scope_suffix
     assert reaching_closers(prefix, "se {}", scope_suffix, window_suffix, "javascript") == scope_suffix
@@ -239,3 +239,23 @@ def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
     assert reaching_closers(prefix, "se {{{", scope_suffix, window_suffix, "javascript") == scope_suffix
     # the window's own region (its suffix is the whole window's) is never taken on
     assert reaching_closers(prefix, "se {", window_suffix, window_suffix, "javascript") == window_suffix
+    # an opener over lines of its own depth heads nothing below: its brace would take an outer block's closer
+    assert reaching_closers("f() {\n  ", "if (b) {", "\n  y()\n", "\n  y()\n}\n}\n", "javascript") == "\n  y()\n"
+
+
+def test_a_text_heads_the_lines_below_only_where_they_are_indented_deeper():
+    assert heads_deeper_lines("  } el", "se {", "\n    a()\n  }\n")
+    assert heads_deeper_lines("", "  for (x of xs) {\n", "\n    use(x)\n  }\n")  # a whole line, blank lines skipped
+    assert not heads_deeper_lines("    ", "if (b) {", "\n    y()\n  }\n")
+    assert not heads_deeper_lines("  } el", "se {", "\n  }\n")  # an empty block: its closer comes next
+    assert not heads_deeper_lines("", "", "x()\n")
+
+
+def test_an_opener_at_a_blank_line_over_code_of_its_depth_is_not_shown_whatever_closer_is_below():
+    # a window that starts inside the class: the class's `}` below is a closer too many there, so the window takes
+    # `if (b) {` as a mend; the method's scope must still refuse it (y() would become its body, the class unclosed)
+    prefix = "  f() {\n    x()\n    "
+    suffix = "\n    y()\n  }\n}\n"
+    scope = (prefix, "\n    y()\n  }\n")
+    assert clean_cut("if (b) {", prefix, suffix, "javascript", scope) == "if (b)"
+    assert clean_cut("if (b) {}", prefix, suffix, "javascript", scope) == "if (b) {}"
