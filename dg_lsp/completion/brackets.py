@@ -28,11 +28,19 @@ def open_counts(text: str, offsets: list[int], language: str | None = None) -> l
     return _scan(text, offsets, language)[1]
 
 
-def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str], list[int]]:
-    """The brackets open at the end of `text`, and how many are open at each of the ascending `offsets`."""
+def misaligned_closers(text: str, language: str | None = None) -> int:
+    """How many `}` that start their line close a `{` whose line is indented otherwise: a block's closer out of line
+    with its opener, as where a block's opening line is missing and its `}` closes the block around it instead."""
+    return _scan(text, [], language)[2]
+
+
+def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str], list[int], int]:
+    """The brackets open at the end of `text`, how many are open at each of the ascending `offsets`, and how many
+    line-leading `}` close a `{` of another indentation."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
-    stack: list[str] = []
+    stack: list[tuple[str, int]] = []  # (bracket, indentation of its line)
     counts: list[int] = []
+    misaligned = 0
     i, n = 0, len(text)
     while i < n:
         while len(counts) < len(offsets) and offsets[len(counts)] <= i:
@@ -54,10 +62,14 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
                 i += 1
             i += len(quote)
             continue
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in PAIRS and stack and stack[-1] == PAIRS[ch]:
-            stack.pop()
+        if ch in "([{" or (ch in PAIRS and stack and stack[-1][0] == PAIRS[ch]):
+            line = text[text.rfind("\n", 0, i) + 1:i]
+            indent = len(line) - len(line.lstrip(" \t"))
+            if ch in "([{":
+                stack.append((ch, indent))
+            else:
+                misaligned += ch == "}" and not line.strip() and stack[-1][1] != indent
+                stack.pop()
         i += 1
     counts += [len(stack)] * (len(offsets) - len(counts))
-    return stack, counts
+    return [c for c, _ in stack], counts, misaligned

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import open_counts
+from dg_lsp.completion.brackets import misaligned_closers, open_counts
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -138,9 +138,10 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     scope was found in the document without the text: where a text opens a block whose closer is already below
     (`} el` + `se {`, then the `}` that ends the else), that document's brackets end the scope one closer early,
     and the region would blame the text for a closer it has, just past the region's end. Only where the text
-    opens its block over lines already below (`heads_deeper_lines`): at a blank line over code of its own depth, an
-    opener would take the closer of a block around it (the method's `}`), which the region is there to catch. A
-    text that opens a bracket nothing in the window closes keeps the region as it was too."""
+    opens its block over lines already below (`heads_deeper_lines`) and puts the closers there in line with their
+    openers (`brackets.misaligned_closers`): else an opener would take the closer of a block around it (the
+    method's `}`), which the region is there to catch. A text that opens a bracket nothing in the window closes
+    keeps the region as it was too."""
     if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
         return suffix
     if not heads_deeper_lines(prefix, text, suffix):
@@ -154,7 +155,12 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
         return suffix  # the text leaves no more open in the region than was
     for k, end in enumerate(ends, start=1):
         if opened[k] <= before[k]:
-            return suffix + after[:end]
+            reach = suffix + after[:end]
+            # and the text puts the blocks' closers in line with their openers, as a missing block opener does
+            # (without it the else's `}` closed the if around it): else the closer is another block's
+            if misaligned_closers(prefix + text + reach, language) < misaligned_closers(prefix + reach, language):
+                return reach
+            return suffix
     return suffix
 
 

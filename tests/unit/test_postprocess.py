@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import open_brackets
+from dg_lsp.completion.brackets import misaligned_closers, open_brackets
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -185,3 +185,12 @@ def test_python_floor_division_is_not_a_comment_when_closers_are_balanced():
     assert drop_closers_the_suffix_has("x)", ")\n", "total += f(", "python") == "x"
     doc = prefix + ")\n"
     assert accept(doc, 1, len("    total += f("), shown(doc, 1, len("    total += f("), "x)")) == doc[:-2] + "x)\n"
+
+
+def test_a_block_closer_out_of_line_with_its_opener_is_counted():
+    aligned = "f() {\n  if (a) {\n    x()\n  } else {\n    y()\n  }\n}\n"
+    assert misaligned_closers(aligned, "javascript") == 0
+    # `} el`: the else's `}` closes the if's block, and the if's `}` the function's
+    assert misaligned_closers(aligned.replace("} else {", "} el"), "javascript") == 1
+    # closers inside a line, and brackets in strings and comments, do not count
+    assert misaligned_closers("f({\n    a: 1 })\ng('}')  // }\n", "javascript") == 0

@@ -241,6 +241,9 @@ def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
     assert reaching_closers(prefix, "se {", window_suffix, window_suffix, "javascript") == window_suffix
     # an opener over lines of its own depth heads nothing below: its brace would take an outer block's closer
     assert reaching_closers("f() {\n  ", "if (b) {", "\n  y()\n", "\n  y()\n}\n}\n", "javascript") == "\n  y()\n"
+    # a second opener over a block that has one: the closers below would go out of line with their openers
+    block = " {\n    y()\n  }\n"
+    assert reaching_closers("f() {\n  if (a) ", "{", block, block + "}\n}\n", "javascript") == block
 
 
 def test_a_text_heads_the_lines_below_only_where_they_are_indented_deeper():
