@@ -29,14 +29,15 @@ def open_counts(text: str, offsets: list[int], language: str | None = None) -> l
 
 
 def misaligned_closers(text: str, language: str | None = None) -> int:
-    """How many `}` that start their line close a `{` whose line is indented otherwise: a block's closer out of line
-    with its opener, as where a block's opening line is missing and its `}` closes the block around it instead."""
+    """How many `}` that start their line close no `{`, or a `{` whose line is indented otherwise: block closers out
+    of line with their openers, as where a block's opening line is missing and its `}` closes the block around it
+    (or, at the start of a text, nothing) instead."""
     return _scan(text, [], language)[2]
 
 
 def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str], list[int], int]:
     """The brackets open at the end of `text`, how many are open at each of the ascending `offsets`, and how many
-    line-leading `}` close a `{` of another indentation."""
+    line-leading `}` close no `{` or one of another indentation."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     stack: list[tuple[str, int]] = []  # (bracket, indentation of its line)
     counts: list[int] = []
@@ -62,13 +63,15 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
                 i += 1
             i += len(quote)
             continue
-        if ch in "([{" or (ch in PAIRS and stack and stack[-1][0] == PAIRS[ch]):
+        if ch in "([{" or ch in PAIRS:
             line = text[text.rfind("\n", 0, i) + 1:i]
             indent = len(line) - len(line.lstrip(" \t"))
+            matched = ch in PAIRS and bool(stack) and stack[-1][0] == PAIRS[ch]
+            if ch == "}" and not line.strip():
+                misaligned += not matched or stack[-1][1] != indent
             if ch in "([{":
                 stack.append((ch, indent))
-            else:
-                misaligned += ch == "}" and not line.strip() and stack[-1][1] != indent
+            elif matched:
                 stack.pop()
         i += 1
     counts += [len(stack)] * (len(offsets) - len(counts))

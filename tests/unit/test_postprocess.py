@@ -190,7 +190,7 @@ def test_python_floor_division_is_not_a_comment_when_closers_are_balanced():
 def test_a_block_closer_out_of_line_with_its_opener_is_counted():
     aligned = "f() {\n  if (a) {\n    x()\n  } else {\n    y()\n  }\n}\n"
     assert misaligned_closers(aligned, "javascript") == 0
-    # `} el`: the else's `}` closes the if's block, and the if's `}` the function's
-    assert misaligned_closers(aligned.replace("} else {", "} el"), "javascript") == 1
+    # `} el`: the else's `}` closes the if's block, the if's `}` the function's, and the function's nothing
+    assert misaligned_closers(aligned.replace("} else {", "} el"), "javascript") == 2
     # closers inside a line, and brackets in strings and comments, do not count
     assert misaligned_closers("f({\n    a: 1 })\ng('}')  // }\n", "javascript") == 0

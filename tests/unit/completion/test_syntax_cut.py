@@ -262,3 +262,24 @@ def test_an_opener_at_a_blank_line_over_code_of_its_depth_is_not_shown_whatever_
     scope = (prefix, "\n    y()\n  }\n")
     assert clean_cut("if (b) {", prefix, suffix, "javascript", scope) == "if (b)"
     assert clean_cut("if (b) {}", prefix, suffix, "javascript", scope) == "if (b) {}"
+
+
+def test_a_whole_line_that_heads_a_chained_block_below_is_shown():
+    # the hole is the `.map(i => {` line of a chain: its body and `})` are below, and that `}` closes nothing in
+    # the statement's lines without it
+    prefix = ("function run (tree) {\n"
+              "  const getValues = (tree) =>\n"
+              "    [...tree.values()]\n"
+              "      .filter(i => !i.isRoot)\n")
+    suffix = ("        return i\n"
+              "      })\n"
+              "      .sort((a, b) => a.depth - b.depth)\n"
+              "\n"
+              "  return getValues(tree)\n"
+              "}\n")
+    ctx = extract_context(prefix + suffix, "javascript", prefix.count("\n"), 0)
+    def shown(text):
+        return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8)
+
+    assert shown("      .map(i => {\n") == "      .map(i => {\n"
+    assert shown("      .map(i => {{\n") == ""  # a whole line is shown whole or not at all
