@@ -138,8 +138,8 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     scope was found in the document without the text: where a text opens a block whose closer is already below
     (`} el` + `se {`, then the `}` that ends the else), that document's brackets end the scope one closer early,
     and the region would blame the text for a closer it has, just past the region's end. Only where the text
-    opens its block over lines already below (`heads_deeper_lines`) and puts the closers there in line with their
-    openers (`brackets.misaligned_closers`): else an opener would take the closer of a block around it (the
+    opens its block over lines already below (`heads_deeper_lines`) and puts every block closer there in line with
+    its opener, where some was not without it (`brackets.misaligned_closers`): else an opener would take the closer of a block around it (the
     method's `}`), which the region is there to catch. A text that opens a bracket nothing in the window closes
     keeps the region as it was too."""
     if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
@@ -156,9 +156,10 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     for k, end in enumerate(ends, start=1):
         if opened[k] <= before[k]:
             reach = suffix + after[:end]
-            # and the text puts the blocks' closers in line with their openers, as a missing block opener does
-            # (without it the else's `}` closed the if around it): else the closer is another block's
-            if misaligned_closers(prefix + text + reach, language) < misaligned_closers(prefix + reach, language):
+            # and the text puts every block closer there in line with its opener, where without it some was not, as
+            # a missing block opener does (without it the else's `}` closed the if around it): else the closer it
+            # takes is another block's
+            if misaligned_closers(prefix + text + reach, language) == 0 < misaligned_closers(prefix + reach, language):
                 return reach
             return suffix
     return suffix

@@ -283,3 +283,17 @@ def test_a_whole_line_that_heads_a_chained_block_below_is_shown():
 
     assert shown("      .map(i => {\n") == "      .map(i => {\n"
     assert shown("      .map(i => {{\n") == ""  # a whole line is shown whole or not at all
+
+
+def test_a_window_that_starts_inside_a_class_does_not_let_an_extra_opener_through():
+    # the window starts inside a method above, so the class's `}` at its end closes nothing there: the window takes
+    # `se {{` for a mend. The scope, taken on to the closers below, must leave every block closer in line with its
+    # opener, which `se {` does and `se {{` does not (the file would lose the class's closer)
+    method = ("  async #list (items) {\n    if (items.length) {\n      if (!this.quiet) {\n"
+              "        console.log('items')\n      } el")
+    prefix = "      this.x = 1\n    }\n  }\n\n" + method
+    body = ("\n        console.log('quiet')\n      }\n      for (const item of items) {\n        console.log(item)\n"
+            "      }\n    }\n")
+    suffix = body + "    return true\n  }\n}\n\nmodule.exports = Runner\n"
+    assert clean_cut("se {", prefix, suffix, "javascript", (method, body)) == "se {"
+    assert clean_cut("se {{", prefix, suffix, "javascript", (method, body)) == "se"
