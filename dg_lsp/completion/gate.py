@@ -139,9 +139,9 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     (`} el` + `se {`, then the `}` that ends the else), that document's brackets end the scope one closer early,
     and the region would blame the text for a closer it has, just past the region's end. Only where the text
     opens its block over lines already below (`heads_deeper_lines`) and puts every block closer there in line with
-    its opener, where some was not without it (`brackets.misaligned_closers`): else an opener would take the closer of a block around it (the
-    method's `}`), which the region is there to catch. A text that opens a bracket nothing in the window closes
-    keeps the region as it was too."""
+    its opener, where some was not without it (`brackets.misaligned_closers`): else an opener would take the
+    closer of a block around it (the method's `}`), which the region is there to catch. A text that opens a bracket
+    nothing in the window closes keeps the region as it was too."""
     if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
         return suffix
     if not heads_deeper_lines(prefix, text, suffix):
