@@ -51,20 +51,6 @@ def trim_suffix_overlap(text: str, suffix: str) -> str:
     return text
 
 
-def unmatched_closers(text: str) -> list[int]:
-    """Indices of closing brackets in `text` with no opener before them in `text`."""
-    stack, unmatched = [], []
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in PAIRS:
-            if stack and stack[-1] == PAIRS[ch]:
-                stack.pop()
-            else:
-                unmatched.append(i)
-    return unmatched
-
-
 def _leading_closers(suffix: str) -> str:
     """The run of closing brackets the suffix starts with (blanks between them skipped), on its first line."""
     out = []
