@@ -39,6 +39,7 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
     """The brackets open at the end of `text`, how many are open at each of the ascending `offsets`, and how many
     line-leading `}` close no `{` or one of another indentation."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
+    starts = {c[0] for c in comments}  # a cheap test before the comment's own
     stack: list[tuple[str, int]] = []  # (bracket, indentation of its line)
     counts: list[int] = []
     misaligned = 0
@@ -47,7 +48,7 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
         while len(counts) < len(offsets) and offsets[len(counts)] <= i:
             counts.append(len(stack))  # an offset inside a string or comment: what was open where it began
         ch = text[i]
-        if any(text.startswith(c, i) for c in comments):
+        if ch in starts and any(text.startswith(c, i) for c in comments):
             end = text.find("\n", i)
             i = n if end < 0 else end
             continue
@@ -63,16 +64,24 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
                 i += 1
             i += len(quote)
             continue
-        if ch in "([{" or ch in PAIRS:
-            line = text[text.rfind("\n", 0, i) + 1:i]
-            indent = len(line) - len(line.lstrip(" \t"))
-            matched = ch in PAIRS and bool(stack) and stack[-1][0] == PAIRS[ch]
-            if ch == "}" and not line.strip():
-                misaligned += not matched or stack[-1][1] != indent
-            if ch in "([{":
-                stack.append((ch, indent))
-            elif matched:
+        if ch in "([{":
+            stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
+        elif ch in PAIRS:
+            matched = bool(stack) and stack[-1][0] == PAIRS[ch]
+            if ch == "}" and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a `}` that starts its line
+                misaligned += not matched or stack[-1][1] != _line_indent(text, i)
+            if matched:
                 stack.pop()
         i += 1
     counts += [len(stack)] * (len(offsets) - len(counts))
     return [c for c, _ in stack], counts, misaligned
+
+
+def indent_width(line: str) -> int:
+    """How many blanks (spaces, tabs) a line starts with."""
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _line_indent(text: str, i: int) -> int:
+    """The indentation width of the line of `text` that holds offset `i`."""
+    return indent_width(text[text.rfind("\n", 0, i) + 1:i])

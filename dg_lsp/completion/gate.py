@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import misaligned_closers, open_counts
+from dg_lsp.completion.brackets import indent_width, misaligned_closers, open_counts
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -174,11 +174,7 @@ def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:
     whole = prefix + text + suffix
     head, *rest = whole[whole.rfind("\n", 0, end) + 1:].split("\n")
     below = next((line for line in rest if line.strip()), None)
-    return below is not None and _indent(below) > _indent(head)
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
+    return below is not None and indent_width(below) > indent_width(head)
 
 
 _PIECES = re.compile(r"\w+|\s+|[^\w\s]")
