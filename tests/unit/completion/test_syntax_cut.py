@@ -190,6 +190,13 @@ def test_a_line_end_that_opens_a_block_with_no_body_under_it_is_not_shown():
     assert clean_cut("if soft_break:", prefix, body, "python") == "if soft_break:"
 
 
+def _shown_js(prefix: str, suffix: str, text: str) -> str:
+    """What the server shows for the engine answer `text` at the end of `prefix` in a JavaScript document."""
+    lines = prefix.split("\n")
+    ctx = extract_context(prefix + suffix, "javascript", len(lines) - 1, len(lines[-1]))
+    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8)
+
+
 def _js_else(method: str) -> tuple[str, str]:
     prefix = ("class Runner {\n"
               f"  {method} (items) {{\n"
@@ -215,15 +222,10 @@ def test_a_text_that_opens_a_block_whose_closer_is_below_is_shown(method):
     # `} el|` with the else's body and its `}` below: the scope found in the document without the text ends one
     # closer early (its brackets close the method at the if's `}`), so the scope must reach the closer the text needs
     prefix, suffix = _js_else(method)
-    lines = prefix.split("\n")
-    ctx = extract_context(prefix + suffix, "javascript", len(lines) - 1, len(lines[-1]))
-    def shown(text):
-        return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8)
-
-    assert shown("se {\n") == "se {"
-    assert shown("se if (x) {\n") == "se if (x) {"
+    assert _shown_js(prefix, suffix, "se {\n") == "se {"
+    assert _shown_js(prefix, suffix, "se if (x) {\n") == "se if (x) {"
     # one brace too many breaks the file whatever the scope reaches: cut to the clean start
-    assert shown("se {{\n") == "se"
+    assert _shown_js(prefix, suffix, "se {{\n") == "se"
 
 
 def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
@@ -277,12 +279,8 @@ def test_a_whole_line_that_heads_a_chained_block_below_is_shown():
               "\n"
               "  return getValues(tree)\n"
               "}\n")
-    ctx = extract_context(prefix + suffix, "javascript", prefix.count("\n"), 0)
-    def shown(text):
-        return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8)
-
-    assert shown("      .map(i => {\n") == "      .map(i => {\n"
-    assert shown("      .map(i => {{\n") == ""  # a whole line is shown whole or not at all
+    assert _shown_js(prefix, suffix, "      .map(i => {\n") == "      .map(i => {\n"
+    assert _shown_js(prefix, suffix, "      .map(i => {{\n") == ""  # a whole line is shown whole or not at all
 
 
 def test_a_window_that_starts_inside_a_class_does_not_let_an_extra_opener_through():
