@@ -28,19 +28,28 @@ def open_counts(text: str, offsets: list[int], language: str | None = None) -> l
     return _scan(text, offsets, language)[1]
 
 
-def misaligned_closers(text: str, language: str | None = None) -> int:
+def misaligned_closers(text: str, language: str | None = None, start: int = 0) -> int:
     """How many `}` that start their line close no `{`, or a `{` whose line is indented otherwise: block closers out
     of line with their openers, as where a block's opening line is missing and its `}` closes the block around it
-    (or, at the start of a text, nothing) instead."""
-    return _scan(text, [], language)[2]
+    (or, at the start of a text, nothing) instead. Only the closers from offset `start` on count (the brackets
+    before it still open what they open)."""
+    return _scan(text, [], language, start)[2]
 
 
-def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str], list[int], int]:
-    """The brackets open at the end of `text`, how many are open at each of the ascending `offsets`, and how many
-    line-leading `}` close no `{` or one of another indentation."""
+def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, int]]:
+    """The brackets still open at the end of `text` (as `open_brackets` finds them), outermost first, each as
+    (bracket, its offset in `text`, the indentation of its line for a `{`, else 0)."""
+    return _scan(text, [], language, spans=True)[0]
+
+
+def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
+          spans: bool = False) -> tuple[list, list[int], int]:
+    """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
+    ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
+    indentation."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     starts = {c[0] for c in comments}  # a cheap test before the comment's own
-    stack: list[tuple[str, int]] = []  # (bracket, indentation of its line)
+    stack: list[tuple[str, int, int]] = []  # (bracket, indentation of its line, offset)
     counts: list[int] = []
     misaligned = 0
     i, n = 0, len(text)
@@ -65,16 +74,18 @@ def _scan(text: str, offsets: list[int], language: str | None) -> tuple[list[str
             i += len(quote)
             continue
         if ch in "([{":
-            stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
+            stack.append((ch, _line_indent(text, i) if ch == "{" else 0, i))
         elif ch in PAIRS:
             matched = bool(stack) and stack[-1][0] == PAIRS[ch]
-            if ch == "}" and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a `}` that starts its line
+            if ch == "}" and i >= start and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a line-leading `}`
                 misaligned += not matched or stack[-1][1] != _line_indent(text, i)
             if matched:
                 stack.pop()
         i += 1
     counts += [len(stack)] * (len(offsets) - len(counts))
-    return [c for c, _ in stack], counts, misaligned
+    if spans:
+        return [(c, offset, indent) for c, indent, offset in stack], counts, misaligned
+    return [c for c, _, _ in stack], counts, misaligned
 
 
 def indent_width(line: str) -> int:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import indent_width, misaligned_closers, open_counts
+from dg_lsp.completion.brackets import PAIRS, indent_width, misaligned_closers, open_counts, open_spans
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -57,14 +57,15 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
 
 
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
-              scope: tuple[str, str] | None = None) -> str:
+              scope: tuple[str, str] | None = None, truncated: bool = False) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
     that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
     of the text without the suggestion runs across the hole in both (a bracket or string left open above), the
     lines nearest the hole are judged instead; if even the hole's own lines are broken across it, the text must
     leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
-    cursor's indentation) is judged as it is: its line break is part of it. Unknown languages pass unchecked."""
+    cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on after
+    `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
@@ -110,8 +111,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     def breaks_region(p: str, candidate: str, s: str, before) -> bool:
         # the region's lines through the closers the text needs, against the region's own errors without the text
         # (both balanced: the lines taken on would leave the region without the text one closer too many)
-        return insertion_breaks_syntax(p, candidate, reaching_closers(p, candidate, s, suffix, language), language,
-                                       before)
+        return insertion_breaks_syntax(p, candidate, reaching_closers(p, candidate, s, suffix, language, truncated),
+                                       language, before)
 
     if not breaks(text):
         return text
@@ -132,7 +133,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     return ""
 
 
-def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, language: str | None = None) -> str:
+def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, language: str | None = None,
+                     truncated: bool = False) -> str:
     """A region's `suffix` (the start of the window's `window_suffix`) taken on, line by line, until the brackets
     `text` opens in the region are closed (as few left open as without it), else `suffix` itself. The enclosing
     scope was found in the document without the text: where a text opens a block whose closer is already below
@@ -141,8 +143,9 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     opens its block over lines already below (`heads_deeper_lines`) and puts every block closer there in line with
     its opener, where some was not without it (`brackets.misaligned_closers`): else an opener would take the
     closer of a block around it (the method's `}`), which the region is there to catch. A text that opens a bracket
-    nothing in the window closes keeps the region as it was too."""
-    if not window_suffix.startswith(suffix) or len(window_suffix) == len(suffix):
+    nothing in the window closes keeps the region as it was too, unless the window ends before the document does
+    (`truncated`) and the closers the text needs are past it (`past_the_window`)."""
+    if not window_suffix.startswith(suffix) or (len(window_suffix) == len(suffix) and not truncated):
         return suffix
     if not heads_deeper_lines(prefix, text, suffix):
         return suffix
@@ -162,7 +165,30 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
             if misaligned_closers(prefix + text + reach, language) == 0 < misaligned_closers(prefix + reach, language):
                 return reach
             return suffix
-    return suffix
+    return (past_the_window(prefix, text, window_suffix, language) if truncated else None) or suffix
+
+
+def past_the_window(prefix: str, text: str, window_suffix: str, language: str | None = None) -> str | None:
+    """`window_suffix` and the closers of the brackets the text leaves open at its end beyond those open there
+    without the text (and of any opened inside them), in a window that ends before the document does: the closers the
+    text needs are past the window's end (`} el` + `se {` in a method longer than the window: without the text, the
+    else's `}` closed the method early). Only where each bracket the text opens is closed in the window, and every
+    line-leading `}` after the text closes a `{` of its own indentation, where without the text some after the hole
+    did not: the text supplies a missing opener, and what stays open is blocks around it. Else (and in Python, whose
+    blocks have no closers) None: the region stays as it was, and its end blames the text for what it left open."""
+    start, end = len(prefix), len(prefix) + len(text)
+    whole = prefix + text + window_suffix
+    still = open_spans(whole, language)
+    if language == "python" or any(start <= offset < end for _, offset, _ in still):
+        return None
+    if not misaligned_closers(whole, language, end) == 0 < misaligned_closers(prefix + window_suffix, language, start):
+        return None
+    without = {offset if offset < start else offset + len(text) for _, offset, _ in open_spans(prefix + window_suffix,
+                                                                                               language)}
+    extra = next((i for i, (_, offset, _) in enumerate(still) if offset not in without), len(still))
+    closers = {opener: closer for closer, opener in PAIRS.items()}
+    lines = ["\n" + " " * indent + closers[bracket] for bracket, _, indent in reversed(still[extra:])]
+    return window_suffix + "".join(lines) + ("\n" if lines else "")
 
 
 def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:

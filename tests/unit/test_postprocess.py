@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import misaligned_closers, open_brackets
+from dg_lsp.completion.brackets import misaligned_closers, open_brackets, open_spans
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -194,3 +194,16 @@ def test_a_block_closer_out_of_line_with_its_opener_is_counted():
     assert misaligned_closers(aligned.replace("} else {", "} el"), "javascript") == 2
     # closers inside a line, and brackets in strings and comments, do not count
     assert misaligned_closers("f({\n    a: 1 })\ng('}')  // }\n", "javascript") == 0
+    # from an offset on: the closers before it do not count, though the brackets before it still match
+    broken = aligned.replace("} else {", "} el")
+    assert misaligned_closers(broken, "javascript", broken.index("} el") + 1) == 2
+    assert misaligned_closers(broken, "javascript", broken.index("    y()")) == 2
+    assert misaligned_closers(broken, "javascript", len(broken) - 2) == 1  # the function's `}`: it closes nothing
+
+
+def test_open_spans_give_each_open_brackets_offset_and_its_lines_indentation():
+    text = "class A {\n  f(a, [b,\n    c]) {\n    g(\n"
+    spans = [("{", text.index("{"), 0), ("{", text.index(") {") + 2, 4), ("(", text.index("g(") + 1, 0)]
+    assert open_spans(text, "javascript") == spans
+    assert [b for b, _, _ in open_spans(text, "javascript")] == open_brackets(text, "javascript")
+    assert open_spans("x = '{'  # {\n", "python") == []

@@ -4,7 +4,7 @@ at all. Pure functions on tree-sitter, and the production path (`finish_suggesti
 
 import pytest
 
-from dg_lsp.completion.gate import heads_deeper_lines, reaching_closers
+from dg_lsp.completion.gate import heads_deeper_lines, past_the_window, reaching_closers
 from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
 
@@ -295,3 +295,55 @@ def test_a_window_that_starts_inside_a_class_does_not_let_an_extra_opener_throug
     suffix = body + "    return true\n  }\n}\n\nmodule.exports = Runner\n"
     assert clean_cut("se {", prefix, suffix, "javascript", (method, body)) == "se {"
     assert clean_cut("se {{", prefix, suffix, "javascript", (method, body)) == "se"
+
+
+def _installer(methods_above: int, else_body: str = "          throw err\n") -> tuple[str, str]:
+    """`} el|` in a method longer than the server's suffix window (the window ends before the method's `}`), after
+    `methods_above` methods of the class (60: the window starts inside the class)."""
+    above = "".join(f"  step{i} (items) {{\n    return this.compute(items, {i})\n  }}\n\n"
+                    for i in range(methods_above))
+    prefix = ("class Installer {\n" + above + "  async exec (args) {\n    const forced = this.forced\n"
+              "    if (this.global && args.length) {\n      try {\n        this.check(args)\n      } catch (err) {\n"
+              "        if (forced) {\n          this.warn(err)\n        } el")
+    rest = "".join(f"    const value{i} = this.compute(args, {i})\n" for i in range(80)) + "    return true\n  }\n}\n"
+    return prefix, "\n" + else_body + "        }\n      }\n    }\n" + rest
+
+
+@pytest.mark.parametrize("methods_above", [0, 60])
+def test_a_block_opener_whose_method_ends_past_the_window_is_shown(methods_above):
+    # without the text, the else's `}` closes the method early, so the method's own `}` is one too few for the text in
+    # the window, and it lies past the window's end: the window must not blame the text for it (npm's install.js:127)
+    prefix, suffix = _installer(methods_above)
+    ctx_lines = prefix.split("\n")
+    assert extract_context(prefix + suffix, "javascript", len(ctx_lines) - 1, len(ctx_lines[-1])).suffix_truncated
+    assert _shown_js(prefix, suffix, "se {\n") == "se {"
+    assert _shown_js(prefix, suffix, "se if (x) {\n") == "se if (x) {"
+    assert _shown_js(prefix, suffix, "se {{\n") == "se"  # the second brace has no closer in the window
+
+
+def test_past_the_window_the_text_must_close_its_own_brackets_and_mend_the_closers_below():
+    # the else's body runs past the window: the text's own brace is open at the window's end, so nothing vouches for it
+    prefix, suffix = _installer(60, "".join(f"          this.log(err, {i})\n" for i in range(80)))
+    assert _shown_js(prefix, suffix, "se {\n") == "se"
+    # an opener over deeper lines where every closer below was in line already supplies no missing opener
+    rest = "".join(f"    const value{i} = this.compute(args, {i})\n" for i in range(80)) + "    return true\n  }\n}\n"
+    prefix = "class Installer {\n  async exec (args) {\n    const forced = this.forced\n    "
+    assert _shown_js(prefix, "\n      this.check(args)\n    this.done()\n" + rest, "if (forced) {\n") == "if (forced)"
+
+
+def test_past_the_window_adds_the_closers_of_the_blocks_the_text_leaves_open():
+    prefix = "  f() {\n    if (a) {\n      x()\n    } el"
+    window_suffix = "\n      y()\n    }\n    z()\n"
+    # the function's `{`, which the else's `}` closed without the text, is closed after the window's end
+    assert past_the_window(prefix, "se {", window_suffix, "javascript") == window_suffix + "\n  }\n"
+    taken_on = reaching_closers(prefix, "se {", window_suffix, window_suffix, "javascript", True)
+    assert taken_on == window_suffix + "\n  }\n"
+    # only for a window that ends before the document does: else the window's own region is never taken on
+    assert reaching_closers(prefix, "se {", window_suffix, window_suffix, "javascript") == window_suffix
+    assert past_the_window(prefix, "se {{", window_suffix, "javascript") is None  # its own `{` stays open
+    assert past_the_window(prefix, "se {", window_suffix, "python") is None
+    # a region inside the window that the text cannot be judged past keeps its own end
+    scope_suffix = "\n      y()\n    }\n"
+    assert reaching_closers(prefix, "se {{", scope_suffix, window_suffix, "javascript", True) == scope_suffix
+    # a truncated window alone changes nothing where the text's closers are in it
+    assert clean_cut("se {", prefix, window_suffix + "  }\n", "javascript", None, True) == "se {"
