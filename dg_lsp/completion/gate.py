@@ -8,7 +8,8 @@ bracket; a whole-line text is shown whole or not at all); when no cut is clean t
 a user prefers no suggestion to a broken one. The scope is the one found in the document without the suggestion,
 whose brackets end it one closer early where the suggestion opens a block over lines already below, indented deeper,
 whose closer is there too (`} el` + `se {`): there the scope is judged through the lines that hold that closer
-(`reaching_closers`).
+(`reaching_closers`), and where those lie past the end of a window that ends before the document does, with the
+closers of the blocks around the text added after the window's end (`past_the_window`).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
