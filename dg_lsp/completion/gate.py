@@ -111,9 +111,12 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
 
     def breaks_region(p: str, candidate: str, s: str, before) -> bool:
         # the region's lines through the closers the text needs, against the region's own errors without the text
-        # (both balanced: the lines taken on would leave the region without the text one closer too many)
-        return insertion_breaks_syntax(p, candidate, reaching_closers(p, candidate, s, suffix, language, truncated),
-                                       language, before)
+        # (both balanced: the lines taken on would leave the region without the text one closer too many). Past the
+        # window's end, the closers added there only add a reading: they are a guess, which a region that starts
+        # inside a statement can parse worse than its own end (a `}` after a signature cut above its `(`)
+        reaches = dict.fromkeys([reaching_closers(p, candidate, s, suffix, language),
+                                 reaching_closers(p, candidate, s, suffix, language, truncated)])
+        return all(insertion_breaks_syntax(p, candidate, reach, language, before) for reach in reaches)
 
     if not breaks(text):
         return text
