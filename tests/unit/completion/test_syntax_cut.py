@@ -347,3 +347,16 @@ def test_past_the_window_adds_the_closers_of_the_blocks_the_text_leaves_open():
     assert reaching_closers(prefix, "se {{", scope_suffix, window_suffix, "javascript", True) == scope_suffix
     # a truncated window alone changes nothing where the text's closers are in it
     assert clean_cut("se {", prefix, window_suffix + "  }\n", "javascript", None, True) == "se {"
+
+
+def test_the_closers_added_past_the_window_never_refuse_what_the_region_as_it_was_shows():
+    # a window that starts inside a signature (its `(` cut off above): the `}` added past the window's end closes
+    # nothing there, so that reading alone would refuse the right line that the region's own end shows (zod)
+    prefix = ("  ctx: Context,\n  schema: T\n): Payload<T> {\n  const root = ctx.seen.get(schema);\n\n"
+              "  const flatten = (node: Node) => {\n    node.done = true;\n  };\n\n")
+    text = "  for (const entry of [...ctx.seen.entries()].reverse()) {\n"
+    body = "    flatten(entry[0]);\n  }\n"
+    suffix = (body + "\n  const result = {};\n  if (ctx.target) {\n    result.x = 1;\n  }\n\n"
+              "  Object.assign(result, root.def);\n\n")
+    assert clean_cut(text, prefix, suffix, "typescript", (prefix, body), True) == text
+    assert clean_cut(text, prefix, suffix, "typescript", (prefix, body)) == text
