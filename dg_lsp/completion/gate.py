@@ -28,6 +28,7 @@ Python has its compiler's word, which outweighs tree-sitter's (the checks are co
 
 from __future__ import annotations
 
+import functools
 import re
 
 from dg_lsp.completion.brackets import PAIRS, indent_width, misaligned_closers, open_counts, open_spans
@@ -36,6 +37,8 @@ from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_b
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
                                    python_mends, python_misindents, python_opens_empty_block, python_region_around,
                                    spans_hole)
+
+_CLOSERS = {opener: closer for closer, opener in PAIRS.items()}
 
 
 def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
@@ -69,6 +72,36 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
+    judges = [_judge(prefix, suffix, language, scope, truncated)]
+    closed = _closed_ends(prefix, suffix, language, scope) if truncated and language != "python" else None
+    if closed is not None:  # a second reading: the window's end as the document's, its open blocks closed there
+        judges.append(functools.lru_cache(maxsize=None)(lambda: _closed_judge(*closed, language, suffix)))
+
+    def breaks(candidate: str) -> bool:
+        # shown where any reading shows it (built only where the first refuses it)
+        return judges[0](candidate) and all(judge()(candidate) for judge in judges[1:])
+
+    if not breaks(text):
+        return text
+    lines = text.split("\n")
+    tail = ""
+    if len(lines) > 1 and not lines[-1].strip():  # a whole-line text: its line break stays on every cut
+        tail, lines = "\n" + lines[-1], lines[:-1]
+    else:
+        for k in range(len(lines) - 1, 0, -1):
+            cut = "\n".join(lines[:k]).rstrip(" \t")
+            if cut.strip() and not breaks(cut):
+                return cut
+    if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
+        return ""
+    for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
+        if not breaks(cut):
+            return cut
+    return ""
+
+
+def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None, truncated: bool):
+    """`clean_cut`'s test for the window `prefix + suffix` and `scope`: whether a candidate text breaks them."""
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
     primary = list(regions)  # the window and the scope (a run of lines around the hole may join them below)
     befores = [error_spans(p + s, language) for p, s in regions]
@@ -118,23 +151,45 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
                                  reaching_closers(p, candidate, s, suffix, language, truncated)])
         return all(insertion_breaks_syntax(p, candidate, reach, language, before) for reach in reaches)
 
-    if not breaks(text):
-        return text
-    lines = text.split("\n")
-    tail = ""
-    if len(lines) > 1 and not lines[-1].strip():  # a whole-line text: its line break stays on every cut
-        tail, lines = "\n" + lines[-1], lines[:-1]
-    else:
-        for k in range(len(lines) - 1, 0, -1):
-            cut = "\n".join(lines[:k]).rstrip(" \t")
-            if cut.strip() and not breaks(cut):
-                return cut
-    if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
-        return ""
-    for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
-        if not breaks(cut):
-            return cut
-    return ""
+    return breaks
+
+
+def _closed_ends(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None):
+    """The window, and the scope where it runs to the window's end, each with the closers of the brackets still open
+    at its end added after it (innermost first, at the indentation of each `{`'s line), for a window that ends
+    before the document does: as (prefix, suffix, scope). A region's closers count only where they leave it fewer
+    error nodes than it has without them: the bracket scan does not know every literal (a JavaScript regex with
+    `//` in it reads as a comment to it), and a region it misread keeps its own end. None where neither region
+    gains."""
+    def closed(p: str, s: str) -> str:
+        tail = "".join("\n" + " " * indent + _CLOSERS[bracket] for bracket, _, indent in reversed(open_spans(p + s,
+                                                                                                            language)))
+        if tail and len(error_spans(p + s + tail + "\n", language)) < len(error_spans(p + s, language)):
+            return s + tail + "\n"
+        return s
+
+    window, closed_scope = closed(prefix, suffix), scope
+    if scope is not None and scope[1] == suffix:
+        closed_scope = (scope[0], window if scope[0] == prefix else closed(*scope))
+    if window == suffix and closed_scope == scope:
+        return None
+    return prefix, window, closed_scope
+
+
+def _closed_judge(prefix: str, suffix: str, scope: tuple[str, str] | None, language: str, window_suffix: str):
+    """`_judge` of a window whose end `_closed_ends` closed (`suffix`; `window_suffix` is the window as it was), for
+    texts that leave the same brackets open at the window's end as it has without them: the closers added fit those
+    alone. A text that leaves others open there (a block it opens, a call it closes) is for the window as it was to
+    judge (`reaching_closers`, `past_the_window`). Else, with the window's end standing for an unfinished one, a text
+    that mends the errors a missing header caused (a method's body read as class members) and leaves a bracket open
+    would count as a mend (`{{`)."""
+    judge = _judge(prefix, suffix, language, scope, False)
+    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + window_suffix, language)]
+
+    def breaks(candidate: str) -> bool:
+        leaves = [(bracket, indent) for bracket, _, indent in open_spans(prefix + candidate + window_suffix, language)]
+        return leaves != left_open or judge(candidate)
+    return breaks
 
 
 def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, language: str | None = None,
@@ -190,8 +245,7 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
     without = {offset if offset < start else offset + len(text) for _, offset, _ in open_spans(prefix + window_suffix,
                                                                                                language)}
     extra = next((i for i, (_, offset, _) in enumerate(still) if offset not in without), len(still))
-    closers = {opener: closer for closer, opener in PAIRS.items()}
-    lines = ["\n" + " " * indent + closers[bracket] for bracket, _, indent in reversed(still[extra:])]
+    lines = ["\n" + " " * indent + _CLOSERS[bracket] for bracket, _, indent in reversed(still[extra:])]
     return window_suffix + "".join(lines) + ("\n" if lines else "")
 
 

@@ -4,7 +4,8 @@ at all. Pure functions on tree-sitter, and the production path (`finish_suggesti
 
 import pytest
 
-from dg_lsp.completion.gate import heads_deeper_lines, past_the_window, reaching_closers
+from dg_lsp.completion.gate import (_closed_ends, _closed_judge, _judge, heads_deeper_lines, past_the_window,
+                                   reaching_closers)
 from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
 
@@ -360,3 +361,57 @@ def test_the_closers_added_past_the_window_never_refuse_what_the_region_as_it_wa
               "  Object.assign(result, root.def);\n\n")
     assert clean_cut(text, prefix, suffix, "typescript", (prefix, body), True) == text
     assert clean_cut(text, prefix, suffix, "typescript", (prefix, body)) == text
+
+
+def _shown_truncated_js(prefix: str, suffix: str, text: str) -> str:
+    lines = prefix.split("\n")
+    assert extract_context(prefix + suffix, "javascript", len(lines) - 1, len(lines[-1])).suffix_truncated
+    return _shown_js(prefix, suffix, text)
+
+
+def _steps(n: int, indent: str = "    ") -> str:
+    return "".join(f"{indent}const value{i} = await this.step(args, {i})\n" for i in range(n))
+
+
+def test_a_window_that_ends_inside_a_block_is_judged_with_that_block_closed_after_it():
+    # tree-sitter reads a window cut inside a class or an object as one error node across the whole of it, and a
+    # right line inside that error was refused: the window is read with its open blocks closed after its end too
+    suffix = ("const BaseCommand = require('../base-cmd.js')\n\nclass Exec extends BaseCommand {\n"
+              "  async exec (args) {\n" + _steps(120) + "  }\n}\n")
+    line = "const { resolve } = require('node:path')\n"
+    assert _shown_truncated_js("", suffix, line) == line
+    prefix = "const aliases = {\n  author: 'owner',\n  home: 'docs',\n"
+    suffix = "".join(f"  alias{i}: 'command{i}',\n" for i in range(150)) + "}\n"
+    assert _shown_truncated_js(prefix, suffix, "  rm: 'uninstall',\n") == "  rm: 'uninstall',\n"
+
+
+def test_the_closed_reading_judges_only_texts_that_leave_the_windows_open_blocks_as_they_were():
+    # the closers added fit the window without the text: a header over a method's body mends the errors the missing
+    # header caused, and a second brace would then pass as part of that mend
+    prefix = "class Help {\n"
+    suffix = "    const section = this.section(args)\n" + _steps(120) + "  }\n}\n"
+    assert _shown_truncated_js(prefix, suffix, "  async exec (args) {\n") == "  async exec (args) {\n"
+    assert _shown_truncated_js(prefix, suffix, "  async exec (args) {{\n") == ""
+    # a call's rest that opens a block: the added `)` would meet the text's `{`
+    prefix = ("class Ci {\n  async exec (args) {\n    try {\n      await this.load()\n    } catch (err) {\n"
+              "      log.verbose('loadVirtual', er")
+    suffix = "\n    }\n" + _steps(120) + "  }\n}\n"
+    assert _shown_truncated_js(prefix, suffix, "r.stack)") == "r.stack)"
+    assert _shown_truncated_js(prefix, suffix, "r.stack) {") == "r.stack)"
+
+
+def test_the_closed_reading_leaves_a_text_that_changes_the_windows_open_blocks_to_the_window_as_it_was():
+    # a window that ends inside a callback of a method whose header is the hole: without the header its body reads as
+    # class members, so any header mends errors, and with the window's blocks closed after its end a doubled brace
+    # would pass as part of that mend. The closers added fit the window without the text, so it is not judged there
+    prefix = "class Help {\n"
+    window_suffix = ("    const section = this.section(args)\n"
+                     + "".join(f"    if (args.length > {i}) {{\n      this.use(args[{i}])\n    }}\n" for i in range(3))
+                     + "    const found = glob(f).then(r => r.sort((a, b) => {\n"
+                     + "".join(f"      const m{i} = a.match(regex)?.[{i}] || 999\n" for i in range(5)))
+    closed = _closed_ends(prefix, window_suffix, "javascript", None)
+    assert closed is not None and closed[1] == window_suffix + "\n    }\n)\n)\n}\n"
+    doubled = "  async exec (args) {{\n"
+    assert not _judge(*closed[:2], "javascript", closed[2], False)(doubled)  # the mend alone would show it
+    assert _closed_judge(*closed, "javascript", window_suffix)(doubled)
+    assert _closed_judge(*closed, "javascript", window_suffix)("  async exec (args) {\n")  # the window's own reading
