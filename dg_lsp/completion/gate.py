@@ -73,9 +73,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     if not text or get_parser(language) is None:
         return text
     judges = [_judge(prefix, suffix, language, scope, truncated)]
-    closed = _closed_ends(prefix, suffix, language, scope) if truncated and language != "python" else None
-    if closed is not None:  # a second reading: the window's end as the document's, its open blocks closed there
-        judges.append(functools.lru_cache(maxsize=None)(lambda: _closed_judge(*closed, language, suffix)))
+    if truncated and language != "python":  # a second reading: the window's end as the document's, blocks closed
+        judges.append(functools.lru_cache(maxsize=None)(lambda: _closed_judge(prefix, suffix, scope, language)))
 
     def breaks(candidate: str) -> bool:
         # shown where any reading shows it (built only where the first refuses it)
@@ -176,18 +175,21 @@ def _closed_ends(prefix: str, suffix: str, language: str, scope: tuple[str, str]
     return prefix, window, closed_scope
 
 
-def _closed_judge(prefix: str, suffix: str, scope: tuple[str, str] | None, language: str, window_suffix: str):
-    """`_judge` of a window whose end `_closed_ends` closed (`suffix`; `window_suffix` is the window as it was), for
-    texts that leave the same brackets open at the window's end as it has without them: the closers added fit those
-    alone. A text that leaves others open there (a block it opens, a call it closes) is for the window as it was to
-    judge (`reaching_closers`, `past_the_window`). Else, with the window's end standing for an unfinished one, a text
-    that mends the errors a missing header caused (a method's body read as class members) and leaves a bracket open
-    would count as a mend (`{{`)."""
-    judge = _judge(prefix, suffix, language, scope, False)
-    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + window_suffix, language)]
+def _closed_judge(prefix: str, suffix: str, scope: tuple[str, str] | None, language: str):
+    """`_judge` of the window and scope with their ends closed (`_closed_ends`), for texts that leave the same brackets
+    open at the window's end as it has without them: the closers added fit those alone. A text that leaves others
+    open there (a block it opens, a call it closes) is for the window as it was to judge (`reaching_closers`,
+    `past_the_window`). Else, with the window's end standing for an unfinished one, a text that mends the errors a
+    missing header caused (a method's body read as class members) and leaves a bracket open would count as a mend
+    (`{{`). Where closing gains nothing, every text breaks this reading."""
+    closed = _closed_ends(prefix, suffix, language, scope)
+    if closed is None:
+        return lambda candidate: True
+    judge = _judge(closed[0], closed[1], language, closed[2], False)
+    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + suffix, language)]
 
     def breaks(candidate: str) -> bool:
-        leaves = [(bracket, indent) for bracket, _, indent in open_spans(prefix + candidate + window_suffix, language)]
+        leaves = [(bracket, indent) for bracket, _, indent in open_spans(prefix + candidate + suffix, language)]
         return leaves != left_open or judge(candidate)
     return breaks
 

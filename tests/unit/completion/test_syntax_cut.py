@@ -413,5 +413,5 @@ def test_the_closed_reading_leaves_a_text_that_changes_the_windows_open_blocks_t
     assert closed is not None and closed[1] == window_suffix + "\n    }\n)\n)\n}\n"
     doubled = "  async exec (args) {{\n"
     assert not _judge(*closed[:2], "javascript", closed[2], False)(doubled)  # the mend alone would show it
-    assert _closed_judge(*closed, "javascript", window_suffix)(doubled)
-    assert _closed_judge(*closed, "javascript", window_suffix)("  async exec (args) {\n")  # the window's own reading
+    assert _closed_judge(prefix, window_suffix, None, "javascript")(doubled)
+    assert _closed_judge(prefix, window_suffix, None, "javascript")("  async exec (args) {\n")  # the window's own
