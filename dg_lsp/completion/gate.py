@@ -9,7 +9,10 @@ a user prefers no suggestion to a broken one. The scope is the one found in the 
 whose brackets end it one closer early where the suggestion opens a block over lines already below, indented deeper,
 whose closer is there too (`} el` + `se {`): there the scope is judged through the lines that hold that closer
 (`reaching_closers`), and where those lie past the end of a window that ends before the document does, with the
-closers of the blocks around the text added after the window's end (`past_the_window`).
+closers of the blocks around the text added after the window's end (`past_the_window`). Such a window is also read
+with its own open blocks closed after its end (`_closed_ends`), where tree-sitter reads the cut as one error across
+it, for texts that leave those blocks as they were (`_closed_judge`). Each added reading only adds: a text is shown
+where any reading shows it.
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
