@@ -22,10 +22,12 @@ def open_brackets(text: str, language: str | None = None) -> list[str]:
     return _scan(text, [], language)[0]
 
 
-def open_counts(text: str, offsets: list[int], language: str | None = None) -> list[int]:
+def open_counts(text: str, offsets: list[int], language: str | None = None, recover: bool = False) -> list[int]:
     """How many brackets are open (as `open_brackets` counts them) at each of the ascending `offsets` of `text`:
-    `len(open_brackets(text[:k], language))` for each k, in one pass over `text`."""
-    return _scan(text, offsets, language)[1]
+    `len(open_brackets(text[:k], language))` for each k, in one pass over `text`. With `recover`, a closer that
+    does not match the innermost open bracket closes the nearest one it matches, and those inside it with it (as a
+    parser recovers: the `}` under `if (by` closes the `(` and the block), where `open_brackets` ignores it."""
+    return _scan(text, offsets, language, recover=recover)[1]
 
 
 def misaligned_closers(text: str, language: str | None = None, start: int = 0) -> int:
@@ -43,7 +45,7 @@ def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, i
 
 
 def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
-          spans: bool = False) -> tuple[list, list[int], int]:
+          spans: bool = False, recover: bool = False) -> tuple[list, list[int], int]:
     """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
     ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
     indentation."""
@@ -81,6 +83,9 @@ def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
                 misaligned += not matched or stack[-1][1] != _line_indent(text, i)
             if matched:
                 stack.pop()
+            elif recover and any(b == PAIRS[ch] for b, _, _ in stack):
+                while stack.pop()[0] != PAIRS[ch]:
+                    pass
         i += 1
     counts += [len(stack)] * (len(offsets) - len(counts))
     if spans:

@@ -216,8 +216,8 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     after = window_suffix[len(suffix):]
     ends = [i + 1 for i, ch in enumerate(after) if ch == "\n"] + ([len(after)] if not after.endswith("\n") else [])
     with_text, without = prefix + text + suffix, prefix + suffix
-    opened = open_counts(with_text + after, [len(with_text)] + [len(with_text) + e for e in ends], language)
-    before = open_counts(without + after, [len(without)] + [len(without) + e for e in ends], language)
+    opened = open_counts(with_text + after, [len(with_text)] + [len(with_text) + e for e in ends], language, True)
+    before = open_counts(without + after, [len(without)] + [len(without) + e for e in ends], language, True)
     if opened[0] <= before[0]:
         return suffix  # the text leaves no more open in the region than was
     for k, end in enumerate(ends, start=1):

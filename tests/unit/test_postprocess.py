@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import misaligned_closers, open_brackets, open_spans
+from dg_lsp.completion.brackets import misaligned_closers, open_brackets, open_counts, open_spans
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -199,6 +199,13 @@ def test_a_block_closer_out_of_line_with_its_opener_is_counted():
     assert misaligned_closers(broken, "javascript", broken.index("} el") + 1) == 2
     assert misaligned_closers(broken, "javascript", broken.index("    y()")) == 2
     assert misaligned_closers(broken, "javascript", len(broken) - 2) == 1  # the function's `}`: it closes nothing
+
+
+def test_a_recovering_count_lets_a_closer_close_the_brackets_left_open_inside_it():
+    text = "f() {\n  if (by\n  }\n"
+    assert open_counts(text, [len(text)], "javascript") == [2]  # the `}` meets the `(` and is ignored
+    assert open_counts(text, [len(text)], "javascript", recover=True) == [0]  # it closes the `(` and the `{`
+    assert open_counts("a) {\n", [5], "javascript", recover=True) == [1]  # a closer with nothing to close: ignored
 
 
 def test_open_spans_give_each_open_brackets_offset_and_its_lines_indentation():

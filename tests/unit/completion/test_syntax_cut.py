@@ -415,3 +415,13 @@ def test_the_closed_reading_leaves_a_text_that_changes_the_windows_open_blocks_t
     assert not _judge(*closed[:2], "javascript", closed[2], False)(doubled)  # the mend alone would show it
     assert _closed_judge(prefix, window_suffix, None, "javascript")(doubled)
     assert _closed_judge(prefix, window_suffix, None, "javascript")("  async exec (args) {\n")  # the window's own
+
+
+def test_a_line_rest_that_closes_its_condition_and_opens_the_block_below_is_shown():
+    # `if (items.len|`: without the text, the `(` stays open and the block's `}` closes it and the function (as a
+    # parser recovers), so the scope ends there; with `gth) {` the function's own `}` further down is needed. Counted
+    # without that recovery, the text seemed to leave no more open than the document did, and the scope stayed short
+    prefix = "const run = (items) => {\n  if (!items) {\n    return\n  }\n\n  if (items.len"
+    suffix = "\n    console.log(items)\n  }\n\n  return items.length\n}\n\nmodule.exports = run\n"
+    assert _shown_js(prefix, suffix, "gth) {") == "gth) {"
+    assert _shown_js(prefix, suffix, "gth) {{") == "gth)"
