@@ -149,9 +149,11 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
         # (both balanced: the lines taken on would leave the region without the text one closer too many). Past the
         # window's end, the closers added there only add a reading: they are a guess, which a region that starts
         # inside a statement can parse worse than its own end (a `}` after a signature cut above its `(`)
-        reaches = dict.fromkeys([reaching_closers(p, candidate, s, suffix, language),
-                                 reaching_closers(p, candidate, s, suffix, language, truncated)])
-        return all(insertion_breaks_syntax(p, candidate, reach, language, before) for reach in reaches)
+        reach = reaching_closers(p, candidate, s, suffix, language)
+        if not insertion_breaks_syntax(p, candidate, reach, language, before):
+            return False
+        past = reaching_closers(p, candidate, s, suffix, language, truncated) if truncated else reach
+        return past == reach or insertion_breaks_syntax(p, candidate, past, language, before)
 
     return breaks
 
