@@ -48,7 +48,7 @@ def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
           spans: bool = False, recover: bool = False) -> tuple[list, list[int], int]:
     """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
     ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
-    indentation."""
+    indentation. With `recover`, `open_counts`' reading of a closer that meets another open bracket."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     starts = {c[0] for c in comments}  # a cheap test before the comment's own
     stack: list[tuple[str, int, int]] = []  # (bracket, indentation of its line, offset)

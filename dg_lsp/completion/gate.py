@@ -210,7 +210,9 @@ def reaching_closers(prefix: str, text: str, suffix: str, window_suffix: str, la
     its opener, where some was not without it (`brackets.misaligned_closers`): else an opener would take the
     closer of a block around it (the method's `}`), which the region is there to catch. A text that opens a bracket
     nothing in the window closes keeps the region as it was too, unless the window ends before the document does
-    (`truncated`) and the closers the text needs are past it (`past_the_window`)."""
+    (`truncated`) and the closers the text needs are past it (`past_the_window`). Brackets are counted as a parser
+    recovers (`open_counts(recover=True)`): without `gth) {` at `if (items.len`, the block's `}` closes the `(` and
+    the function, as tree-sitter's scope does."""
     if not window_suffix.startswith(suffix) or (len(window_suffix) == len(suffix) and not truncated):
         return suffix
     if not heads_deeper_lines(prefix, text, suffix):
