@@ -140,6 +140,9 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
             return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it
         if any(python_misindents(p, candidate, s) for p, s in uncompiled):
             return True
+        if language != "python" and any(before and _mends(p, candidate, s, language)
+                                         for (p, s), before in zip(primary, befores)):
+            return False  # the window or the scope had errors, and none is left with the text
         if mend is not None:
             return not insertion_lands_clean(mend[0], candidate, mend[1], language)
         return any(breaks_region(p, candidate, s, before) for (p, s), before in zip(regions, befores))
@@ -156,6 +159,18 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
         return past == reach or insertion_breaks_syntax(p, candidate, past, language, before)
 
     return breaks
+
+
+def _mends(prefix: str, text: str, suffix: str, language: str) -> bool:
+    """The region `prefix + suffix` has no error node with `text` in it, and the text leaves the same brackets open
+    at its end as it has without it (kind and indentation). A region whose only errors were the hole's own (an object
+    entry cut before its comma, a window cut inside a class) is then whole with the text. The brackets must stay
+    as they were: a region that ends one closer early parses clean with a brace that takes a later block's closer
+    (`x); {`), and the closers the region lacks are what `reaching_closers` is for."""
+    if error_spans(prefix + text + suffix, language):
+        return False
+    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + suffix, language)]
+    return [(bracket, indent) for bracket, _, indent in open_spans(prefix + text + suffix, language)] == left_open
 
 
 def _closed_ends(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None):

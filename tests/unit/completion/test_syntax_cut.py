@@ -4,10 +4,11 @@ at all. Pure functions on tree-sitter, and the production path (`finish_suggesti
 
 import pytest
 
-from dg_lsp.completion.gate import (_closed_ends, _closed_judge, _judge, heads_deeper_lines, past_the_window,
+from dg_lsp.completion.gate import (_closed_ends, _closed_judge, _judge, _mends, heads_deeper_lines, past_the_window,
                                    reaching_closers)
 from dg_lsp.completion.postprocess import clean_cut, finish_suggestion
 from dg_lsp.context import extract_context
+from dg_lsp.context.syntax import error_spans
 
 PREFIX = "def mean(values):\n    return sum(values) / len(values"
 SUFFIX = "\n"
@@ -425,3 +426,25 @@ def test_a_line_rest_that_closes_its_condition_and_opens_the_block_below_is_show
     suffix = "\n    console.log(items)\n  }\n\n  return items.length\n}\n\nmodule.exports = run\n"
     assert _shown_js(prefix, suffix, "gth) {") == "gth) {"
     assert _shown_js(prefix, suffix, "gth) {{") == "gth)"
+
+
+@pytest.mark.parametrize("entries", [5, 150])
+def test_a_text_that_leaves_its_region_without_errors_and_its_brackets_as_they_were_is_shown(entries):
+    # `issues: 'b|` in an object literal: without the text the entry runs into the next one, the errors run across
+    # the hole in every region, and the lines near it, judged alone, lack the object's `{`, so `ugs',` was cut to
+    # `ugs`. With it the window has no error at all and the same brackets open: it is shown (in a window that ends
+    # with the document, and in one cut by the suffix budget)
+    prefix = "const aliases = {\n  author: 'owner',\n  home: 'docs',\n  issues: 'b"
+    suffix = ("\n  info: 'view',\n" + "".join(f"  alias{i}: 'command{i}',\n" for i in range(entries))
+              + "}\n\nmodule.exports = aliases\n")
+    assert _shown_js(prefix, suffix, "ugs',") == "ugs',"
+    assert _shown_js(prefix, suffix, "ugs', {") == "ugs"  # a brace more: the brackets are not as they were
+
+
+def test_a_region_left_without_errors_counts_only_where_the_brackets_stay_as_they_were():
+    assert _mends("x = {\n  a: 'b", "',", "\n  c: 1,\n}\n", "javascript")
+    # a region that starts inside a block has a closer too many; `); {` hands that closer a block of its own, and the
+    # region parses clean, though in the file the brace takes the closer of the block around it
+    region = ("    h(o", "\n    k()\n  }\n")
+    assert error_spans(region[0] + "); {" + region[1], "javascript") == []
+    assert not _mends(region[0], "); {", region[1], "javascript")
