@@ -12,7 +12,8 @@ whose closer is there too (`} el` + `se {`): there the scope is judged through t
 closers of the blocks around the text added after the window's end (`past_the_window`). Such a window is also read
 with its own open blocks closed after its end (`_closed_ends`), where tree-sitter reads the cut as one error across
 it, for texts that leave those blocks as they were (`_closed_judge`). Each added reading only adds: a text is shown
-where any reading shows it.
+where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
+had some, and the same brackets open, is shown (`_mends`).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
