@@ -163,12 +163,13 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
 
 
 def _mends(prefix: str, text: str, suffix: str, language: str) -> bool:
-    """The region `prefix + suffix` has no error node with `text` in it, and the text leaves the same brackets open
-    at its end as it has without it (kind and indentation). A region whose only errors were the hole's own (an object
+    """The region `prefix + suffix` has no error node with `text` in it, the text opens no string or comment it does
+    not close, and it leaves the same brackets open at the region's end as the region has without it (kind and
+    indentation). A region whose only errors were the hole's own (an object
     entry cut before its comma, a window cut inside a class) is then whole with the text. The brackets must stay
     as they were: a region that ends one closer early parses clean with a brace that takes a later block's closer
     (`x); {`), and the closers the region lacks are what `reaching_closers` is for."""
-    if error_spans(prefix + text + suffix, language):
+    if insertion_breaks_syntax(prefix, text, suffix, language, []):  # against no errors: any error, or a literal
         return False
     left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + suffix, language)]
     return [(bracket, indent) for bracket, _, indent in open_spans(prefix + text + suffix, language)] == left_open

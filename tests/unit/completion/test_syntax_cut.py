@@ -443,6 +443,7 @@ def test_a_text_that_leaves_its_region_without_errors_and_its_brackets_as_they_w
 
 def test_a_region_left_without_errors_counts_only_where_the_brackets_stay_as_they_were():
     assert _mends("x = {\n  a: 'b", "',", "\n  c: 1,\n}\n", "javascript")
+    assert not _mends("x = {\n  a: 'b", "', /* c", "\n  c: 1,\n}\n", "javascript")  # a comment it does not close
     # a region that starts inside a block has a closer too many; `); {` hands that closer a block of its own, and the
     # region parses clean, though in the file the brace takes the closer of the block around it
     region = ("    h(o", "\n    k()\n  }\n")
