@@ -32,7 +32,6 @@ Python has its compiler's word, which outweighs tree-sitter's (the checks are co
 
 from __future__ import annotations
 
-import functools
 import re
 
 from dg_lsp.completion.brackets import PAIRS, indent_width, misaligned_closers, open_counts, open_spans
@@ -43,6 +42,17 @@ from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_b
                                    spans_hole)
 
 _CLOSERS = {opener: closer for closer, opener in PAIRS.items()}
+
+
+def _open_blocks(text: str, language: str) -> list[tuple[str, int]]:
+    """The brackets open at the end of `text` as (bracket, indentation of a `{`'s line): what a text must leave as
+    it was for a region's end to stand (`_mends`, `_closed_judge`)."""
+    return [(bracket, indent) for bracket, _, indent in open_spans(text, language)]
+
+
+def _closers(spans: list[tuple[str, int, int]]) -> str:
+    """Lines that close the `open_spans` brackets `spans`, innermost first, each `}` at its `{`'s indentation."""
+    return "".join("\n" + " " * indent + _CLOSERS[bracket] for bracket, _, indent in reversed(spans))
 
 
 def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str, language: str | None,
@@ -76,13 +86,19 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
-    judges = [_judge(prefix, suffix, language, scope, truncated)]
-    if truncated and language != "python":  # a second reading: the window's end as the document's, blocks closed
-        judges.append(functools.lru_cache(maxsize=None)(lambda: _closed_judge(prefix, suffix, scope, language)))
+    as_it_is = _judge(prefix, suffix, language, scope, truncated)
+    closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
     def breaks(candidate: str) -> bool:
-        # shown where any reading shows it (built only where the first refuses it)
-        return judges[0](candidate) and all(judge()(candidate) for judge in judges[1:])
+        # shown where either reading shows it; the second is built only where the first refuses a text
+        nonlocal closed
+        if not as_it_is(candidate):
+            return False
+        if not truncated or language == "python":
+            return True
+        if closed is None:
+            closed = _closed_judge(prefix, suffix, scope, language)
+        return closed(candidate)
 
     if not breaks(text):
         return text
@@ -171,8 +187,7 @@ def _mends(prefix: str, text: str, suffix: str, language: str) -> bool:
     (`x); {`), and the closers the region lacks are what `reaching_closers` is for."""
     if insertion_breaks_syntax(prefix, text, suffix, language, []):  # against no errors: any error, or a literal
         return False
-    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + suffix, language)]
-    return [(bracket, indent) for bracket, _, indent in open_spans(prefix + text + suffix, language)] == left_open
+    return _open_blocks(prefix + text + suffix, language) == _open_blocks(prefix + suffix, language)
 
 
 def _closed_ends(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None):
@@ -183,8 +198,7 @@ def _closed_ends(prefix: str, suffix: str, language: str, scope: tuple[str, str]
     `//` in it reads as a comment to it), and a region it misread keeps its own end. None where neither region
     gains."""
     def closed(p: str, s: str) -> str:
-        tail = "".join("\n" + " " * indent + _CLOSERS[bracket] for bracket, _, indent in reversed(open_spans(p + s,
-                                                                                                            language)))
+        tail = _closers(open_spans(p + s, language))
         if tail and len(error_spans(p + s + tail + "\n", language)) < len(error_spans(p + s, language)):
             return s + tail + "\n"
         return s
@@ -208,11 +222,10 @@ def _closed_judge(prefix: str, suffix: str, scope: tuple[str, str] | None, langu
     if closed is None:
         return lambda candidate: True
     judge = _judge(closed[0], closed[1], language, closed[2], False)
-    left_open = [(bracket, indent) for bracket, _, indent in open_spans(prefix + suffix, language)]
+    open_without = _open_blocks(prefix + suffix, language)
 
     def breaks(candidate: str) -> bool:
-        leaves = [(bracket, indent) for bracket, _, indent in open_spans(prefix + candidate + suffix, language)]
-        return leaves != left_open or judge(candidate)
+        return _open_blocks(prefix + candidate + suffix, language) != open_without or judge(candidate)
     return breaks
 
 
@@ -271,8 +284,8 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
     without = {offset if offset < start else offset + len(text) for _, offset, _ in open_spans(prefix + window_suffix,
                                                                                                language)}
     extra = next((i for i, (_, offset, _) in enumerate(still) if offset not in without), len(still))
-    lines = ["\n" + " " * indent + _CLOSERS[bracket] for bracket, _, indent in reversed(still[extra:])]
-    return window_suffix + "".join(lines) + ("\n" if lines else "")
+    tail = _closers(still[extra:])
+    return window_suffix + tail + ("\n" if tail else "")
 
 
 def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:
