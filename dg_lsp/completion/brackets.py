@@ -44,20 +44,12 @@ def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, i
     return _scan(text, [], language, spans=True)[0]
 
 
-def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
-          spans: bool = False, recover: bool = False) -> tuple[list, list[int], int]:
-    """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
-    ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
-    indentation. With `recover`, `open_counts`' reading of a closer that meets another open bracket."""
+def _brackets(text: str, language: str | None):
+    """Each bracket of `text` outside string literals and line comments, as (offset, bracket), in order."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     starts = {c[0] for c in comments}  # a cheap test before the comment's own
-    stack: list[tuple[str, int, int]] = []  # (bracket, indentation of its line, offset)
-    counts: list[int] = []
-    misaligned = 0
     i, n = 0, len(text)
     while i < n:
-        while len(counts) < len(offsets) and offsets[len(counts)] <= i:
-            counts.append(len(stack))  # an offset inside a string or comment: what was open where it began
         ch = text[i]
         if ch in starts and any(text.startswith(c, i) for c in comments):
             end = text.find("\n", i)
@@ -75,18 +67,33 @@ def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
                 i += 1
             i += len(quote)
             continue
+        if ch in "([{)]}":
+            yield i, ch
+        i += 1
+
+
+def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
+          spans: bool = False, recover: bool = False) -> tuple[list, list[int], int]:
+    """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
+    ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
+    indentation. With `recover`, `open_counts`' reading of a closer that meets another open bracket."""
+    stack: list[tuple[str, int, int]] = []  # (bracket, indentation of its line, offset)
+    counts: list[int] = []
+    misaligned = 0
+    for i, ch in _brackets(text, language):
+        while len(counts) < len(offsets) and offsets[len(counts)] <= i:
+            counts.append(len(stack))  # an offset inside a string or comment: what was open where it began
         if ch in "([{":
             stack.append((ch, _line_indent(text, i) if ch == "{" else 0, i))
-        elif ch in PAIRS:
-            matched = bool(stack) and stack[-1][0] == PAIRS[ch]
-            if ch == "}" and i >= start and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a line-leading `}`
-                misaligned += not matched or stack[-1][1] != _line_indent(text, i)
-            if matched:
-                stack.pop()
-            elif recover and any(b == PAIRS[ch] for b, _, _ in stack):
-                while stack.pop()[0] != PAIRS[ch]:
-                    pass
-        i += 1
+            continue
+        matched = bool(stack) and stack[-1][0] == PAIRS[ch]
+        if ch == "}" and i >= start and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a line-leading `}`
+            misaligned += not matched or stack[-1][1] != _line_indent(text, i)
+        if matched:
+            stack.pop()
+        elif recover and any(b == PAIRS[ch] for b, _, _ in stack):
+            while stack.pop()[0] != PAIRS[ch]:
+                pass
     counts += [len(stack)] * (len(offsets) - len(counts))
     if spans:
         return [(c, offset, indent) for c, indent, offset in stack], counts, misaligned
