@@ -5,6 +5,9 @@ statement ends) and the syntax gate (completion/gate.py: how far the scope reach
 
 from __future__ import annotations
 
+import functools
+import re
+
 PAIRS = {")": "(", "]": "[", "}": "{"}  # each closer's opener
 QUOTES = ('"""', "'''", '"', "'", "`")  # the string delimiters `open_brackets` skips over, longest first
 # where a line comment starts, by canonical language name (context/languages.py); any other language, or none: both
@@ -12,6 +15,11 @@ QUOTES = ('"""', "'''", '"', "'", "`")  # the string delimiters `open_brackets` 
 LINE_COMMENTS = {"python": ("#",), **{name: ("//",) for name in
                                        ("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp")}}
 ANY_COMMENTS = ("#", "//")
+REGEX_LANGUAGES = ("javascript", "typescript", "tsx")  # a `/` may start a regex literal (`_regex_end`)
+# after these a `/` starts an operand (a regex), after anything else it divides
+_REGEX_AFTER = set("(,=:[!&|?{};+-*%<>~^")
+_REGEX_KEYWORDS = ("return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield",
+                   "await")
 
 
 def open_brackets(text: str, language: str | None = None) -> list[str]:
@@ -44,32 +52,136 @@ def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, i
     return _scan(text, [], language, spans=True)[0]
 
 
+def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tuple[str, int] | None] | None:
+    """The first closer after offset `at` that meets the brackets open at `at`, not one opened after it (the end of the
+    innermost block `at` lies in, whatever the closer matches), as (its offset, what it meets: `closed_by`'s
+    answer). None where `text` has none."""
+    stack: list[tuple[str, int]] = []
+    depth = None
+    for i, ch in _brackets(text, language):
+        if depth is None and i >= at:
+            depth = len(stack)
+        if ch in "([{":
+            stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
+        elif depth is not None and len(stack) == depth:
+            return i, (stack[-1] if stack else None)
+        elif stack and stack[-1][0] == PAIRS[ch]:
+            stack.pop()
+    return None
+
+
+def closed_by(text: str, closer: int, language: str | None = None) -> tuple[str, int] | None:
+    """The bracket that the closer at offset `closer` meets, as (bracket, indentation of its line for a `{`, else 0),
+    whether it matches or not (as `open_brackets` scans: a mismatched closer closes nothing); None where nothing is
+    open there."""
+    stack: list[tuple[str, int]] = []
+    for i, ch in _brackets(text, language):
+        if i == closer:
+            return stack[-1] if stack else None
+        if ch in "([{":
+            stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
+        elif stack and stack[-1][0] == PAIRS[ch]:
+            stack.pop()
+    return None
+
+
 def _brackets(text: str, language: str | None):
-    """Each bracket of `text` outside string literals and line comments, as (offset, bracket), in order."""
+    """Each bracket of `text` outside string literals, line comments and (JavaScript, TypeScript) regex literals, as
+    (offset, bracket), in order."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
-    starts = {c[0] for c in comments}  # a cheap test before the comment's own
+    regex = language in REGEX_LANGUAGES
+    marks = _marks(comments, regex)
     i, n = 0, len(text)
-    while i < n:
+    while True:
+        m = marks.search(text, i)
+        if m is None:
+            return
+        i = m.start()
         ch = text[i]
-        if ch in starts and any(text.startswith(c, i) for c in comments):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        quote = next((q for q in QUOTES if text.startswith(q, i)), None)
-        if quote is not None:
-            i += len(quote)
-            multi = len(quote) == 3 or quote == "`"
-            while i < n and not text.startswith(quote, i):
-                if text[i] == "\\":
-                    i += 1
-                elif text[i] == "\n" and not multi:
-                    break
-                i += 1
-            i += len(quote)
-            continue
         if ch in "([{)]}":
             yield i, ch
-        i += 1
+            i += 1
+            continue
+        if any(text.startswith(c, i) for c in comments):
+            i = text.find("\n", i)
+            if i < 0:
+                return
+            continue
+        if ch == "/" and regex:
+            end = _regex_end(text, i)
+            if end is not None:
+                i = end
+                continue
+        quote = next((q for q in QUOTES if text.startswith(q, i)), None)
+        i = i + 1 if quote is None else _string_end(text, i, quote)
+
+
+@functools.cache
+def _marks(comments: tuple[str, ...], regex: bool) -> re.Pattern:
+    """Where `_brackets` has something to look at: a bracket, a quote, a comment's first character, a `/`."""
+    chars = set("()[]{}") | {q[0] for q in QUOTES} | {c[0] for c in comments} | ({"/"} if regex else set())
+    return re.compile("[" + re.escape("".join(sorted(chars))) + "]")
+
+
+@functools.cache
+def _string_stops(quote: str) -> re.Pattern:
+    """Where a string opened with `quote` may end: its quote, a backslash, or (one-line quotes) a line break."""
+    multi = len(quote) == 3 or quote == "`"
+    return re.compile("[" + re.escape(quote[0] + "\\" + ("" if multi else "\n")) + "]")
+
+
+def _string_end(text: str, i: int, quote: str) -> int:
+    """The offset after the string literal that `quote` opens at offset `i` (after the line break that ends an
+    unclosed one-line string; past the text's end for one never closed)."""
+    stops = _string_stops(quote)
+    i += len(quote)
+    while True:
+        m = stops.search(text, i)
+        if m is None:
+            return len(text) + len(quote)
+        i = m.start()
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == "\n" or text.startswith(quote, i):
+            return i + len(quote)
+        else:
+            i += 1
+
+
+def _regex_end(text: str, i: int) -> int | None:
+    """Where the JavaScript regex literal that starts with the `/` at offset `i` ends (after its flags), or None where
+    that `/` divides (it follows an operand: a name, a number, a closing `)` or `]`) or no closing `/` ends the line.
+    So `/^https?:\\/\\//` does not read as a `//` comment, nor `/[{(]/` as brackets."""
+    j = i - 1
+    while j >= 0 and text[j] in " \t\r\n":
+        j -= 1
+    if j >= 0 and text[j] not in _REGEX_AFTER:
+        if not (text[j].isalpha() and any(text.endswith(k, 0, j + 1) and (j < len(k) or not _word(text[j - len(k)]))
+                                          for k in _REGEX_KEYWORDS)):
+            return None
+    k, in_class, n = i + 1, False, len(text)
+    if k < n and text[k] in "/*":
+        return None  # a comment
+    while k < n and text[k] != "\n":
+        ch = text[k]
+        if ch == "\\":
+            k += 2
+            continue
+        if ch == "[":
+            in_class = True
+        elif ch == "]":
+            in_class = False
+        elif ch == "/" and not in_class:
+            k += 1
+            while k < n and _word(text[k]):
+                k += 1
+            return k
+        k += 1
+    return None
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch in "_$"
 
 
 def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,

@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import misaligned_closers, open_brackets, open_counts, open_spans
+from dg_lsp.completion.brackets import block_end, closed_by, misaligned_closers, open_brackets, open_counts, open_spans
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -206,6 +206,34 @@ def test_a_recovering_count_lets_a_closer_close_the_brackets_left_open_inside_it
     assert open_counts(text, [len(text)], "javascript") == [2]  # the `}` meets the `(` and is ignored
     assert open_counts(text, [len(text)], "javascript", recover=True) == [0]  # it closes the `(` and the `{`
     assert open_counts("a) {\n", [5], "javascript", recover=True) == [1]  # a closer with nothing to close: ignored
+
+
+def test_a_javascript_regex_literal_is_no_comment_and_holds_no_brackets():
+    # npm's `/^https?:\/\//.test(w)`: read as a `//` comment, its line's `(` and `{` were lost to the scan
+    assert open_brackets("if (/^https?:\\/\\//.test(w)) {", "javascript") == ["{"]
+    assert open_brackets("path.replace(/^package\\//, '')", "typescript") == []
+    assert open_brackets("return /[{(]/.test(x)", "javascript") == []  # a `/` after `return` starts a regex
+    # after an operand a `/` divides, and `//` is still a comment
+    assert open_brackets("x = a / b / (c", "javascript") == ["("]
+    assert open_brackets("f(x) / 2 + (", "javascript") == ["("]
+    assert open_brackets("a = b // c (", "javascript") == []
+    # other languages have no regex literals: there the brackets count (the `]` meets the `(` and is ignored)
+    assert open_brackets("x = /[(]/", "javascript") == []
+    assert open_brackets("x = /[(]/", "python") == ["[", "("]
+
+
+def test_a_blocks_end_and_the_bracket_its_closer_meets():
+    text = "f() {\n  if (a) {\n    x(1)\n  }\n  y()\n}\n"
+    at = text.index("    x(1)")
+    # the call's `)` closes what opened after `at`: the end is the if's `}`, which meets its `{` on a line indented 2
+    assert block_end(text, at, "javascript") == (text.index("  }") + 2, ("{", 2))
+    assert closed_by(text, text.index("  }") + 2, "javascript") == ("{", 2)
+    assert block_end(text, text.index("y()"), "javascript") == (len(text) - 2, ("{", 0))
+    assert block_end("f(a\n}", 2, "javascript") == (4, ("(", 0))
+    assert block_end("a\n}", 1, "javascript") == (2, None)
+    assert closed_by("a)\n}", 3, "javascript") is None  # nothing open: the `)` closed nothing either
+    assert closed_by("f(a\n}", 4, "javascript") == ("(", 0)  # a mismatch meets the `(`
+    assert block_end("f(a, b)", 0, "javascript") is None
 
 
 def test_open_spans_give_each_open_brackets_offset_and_its_lines_indentation():
