@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import PAIRS, indent_width, misaligned_closers, open_counts, open_spans
+from dg_lsp.completion.brackets import (PAIRS, block_end, closed_by, indent_width, misaligned_closers, open_counts,
+                                        open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -75,7 +76,7 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
 
 
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
-              scope: tuple[str, str] | None = None, truncated: bool = False) -> str:
+              scope: tuple[str, str] | None = None, truncated: bool = False, prefix_truncated: bool = True) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `scope_window`); else its longest run of leading lines
     that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
@@ -83,15 +84,20 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     lines nearest the hole are judged instead; if even the hole's own lines are broken across it, the text must
     leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
     cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on after
-    `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`). Unknown languages pass unchecked."""
+    `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`); `prefix_truncated`: it starts before `prefix`
+    (`_lost_opener`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
+    lost = _lost_opener(prefix, suffix, language, prefix_truncated)
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
     def breaks(candidate: str) -> bool:
-        # shown where either reading shows it; the second is built only where the first refuses a text
+        # a text that leaves the hole's block without the opener it lost breaks, in every reading; else it is shown
+        # where either reading shows it; the second is built only where the first refuses a text
         nonlocal closed
+        if lost is not None and closed_by(prefix + candidate + suffix, lost[0] + len(candidate), language) != lost[1]:
+            return True
         if not as_it_is(candidate):
             return False
         if not truncated or language == "python":
@@ -117,6 +123,29 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         if not breaks(cut):
             return cut
     return ""
+
+
+def _lost_opener(prefix: str, suffix: str, language: str, prefix_truncated: bool) -> tuple[int, tuple[str, int]] | None:
+    """The line-leading `}` that ends the block the hole lies in, as (its offset in `prefix + suffix`, the `{` it must
+    close: `("{", its indentation)`), where the hole lost that block's opener: the `}` is indented deeper than the
+    `{` it closes (a block's around it), or, in a window that starts the document, nothing is open there. The line `class InstallTest extends Install {`, `if (json) {` or
+    `shape[key] = new Class({` was at the hole, and a text must give its `{` back, in line with the `}` (`clean_cut`):
+    without it, the text leaves the file broken as the hole did, which no error count tells from a text that breaks
+    nothing. None where the block's end stands, lies past the window, or is not a line-leading `}`, and in Python.
+    A `}` indented less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this.
+    """
+    if language == "python":
+        return None
+    whole = prefix + suffix
+    end, meets = block_end(whole, len(prefix), language) or (0, None)
+    if whole[end:end + 1] != "}" or end < len(prefix):
+        return None
+    head = whole[whole.rfind("\n", 0, end) + 1:end]
+    if head.strip():
+        return None
+    if (meets is None and not prefix_truncated) or (meets is not None and meets[0] == "{" and len(head) > meets[1]):
+        return end, ("{", len(head))
+    return None
 
 
 def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None, truncated: bool):

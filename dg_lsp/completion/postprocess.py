@@ -220,4 +220,4 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     if selection:
         return text
     return clean_cut(text, prefix, ctx.suffix, ctx.language, scope_window(prefix, ctx.suffix, ctx),
-                     ctx.suffix_truncated)
+                     ctx.suffix_truncated, prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)

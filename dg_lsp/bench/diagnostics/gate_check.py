@@ -34,7 +34,7 @@ def _gate(task, text: str) -> str:
     view = editor_view(task, 1024)
     suffix = view.ctx.suffix
     return clean_cut(text, view.prefix, suffix, view.ctx.language, scope_window(view.prefix, suffix, view.ctx),
-                     view.ctx.suffix_truncated)
+                     view.ctx.suffix_truncated, prefix_truncated=view.ctx.prefix_truncated)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:

@@ -226,8 +226,9 @@ def test_a_text_that_opens_a_block_whose_closer_is_below_is_shown(method):
     prefix, suffix = _js_else(method)
     assert _shown_js(prefix, suffix, "se {\n") == "se {"
     assert _shown_js(prefix, suffix, "se if (x) {\n") == "se if (x) {"
-    # one brace too many breaks the file whatever the scope reaches: cut to the clean start
-    assert _shown_js(prefix, suffix, "se {{\n") == "se"
+    # one brace too many breaks the file whatever the scope reaches, and its clean start `se` leaves the else's body
+    # without the opener the hole lost (`gate._lost_opener`): nothing is shown
+    assert _shown_js(prefix, suffix, "se {{\n") == ""
 
 
 def test_the_scope_reaches_only_as_far_as_the_closers_the_text_needs():
@@ -296,7 +297,7 @@ def test_a_window_that_starts_inside_a_class_does_not_let_an_extra_opener_throug
             "      }\n    }\n")
     suffix = body + "    return true\n  }\n}\n\nmodule.exports = Runner\n"
     assert clean_cut("se {", prefix, suffix, "javascript", (method, body)) == "se {"
-    assert clean_cut("se {{", prefix, suffix, "javascript", (method, body)) == "se"
+    assert clean_cut("se {{", prefix, suffix, "javascript", (method, body)) == ""  # `se` leaves the body unopened
 
 
 def _installer(methods_above: int, else_body: str = "          throw err\n") -> tuple[str, str]:
@@ -320,7 +321,7 @@ def test_a_block_opener_whose_method_ends_past_the_window_is_shown(methods_above
     assert extract_context(prefix + suffix, "javascript", len(ctx_lines) - 1, len(ctx_lines[-1])).suffix_truncated
     assert _shown_js(prefix, suffix, "se {\n") == "se {"
     assert _shown_js(prefix, suffix, "se if (x) {\n") == "se if (x) {"
-    assert _shown_js(prefix, suffix, "se {{\n") == "se"  # the second brace has no closer in the window
+    assert _shown_js(prefix, suffix, "se {{\n") == ""  # the second brace has no closer; `se` opens no body
 
 
 def test_past_the_window_the_text_must_close_its_own_brackets_and_mend_the_closers_below():
@@ -449,3 +450,53 @@ def test_a_region_left_without_errors_counts_only_where_the_brackets_stay_as_the
     region = ("    h(o", "\n    k()\n  }\n")
     assert error_spans(region[0] + "); {" + region[1], "javascript") == []
     assert not _mends(region[0], "); {", region[1], "javascript")
+
+
+# -- a hole that lost its block's opener (`gate._lost_opener`) ---------------------------------------------------
+_INSTALL_TEST = ("const Install = require('./install.js')\n\n",
+                 "  static description = 'Install package(s) and run tests'\n  static name = 'install-test'\n\n"
+                 "  async exec (args) {\n    await this.npm.exec('install', args)\n  }\n}\n\n"
+                 "module.exports = InstallTest\n")
+_OUTDATED = ("class Outdated {\n  async exec () {\n    const outdated = this.list()\n\n",
+             "      output.buffer(this.json(outdated))\n      return\n    }\n\n    output.standard(outdated)\n  }\n}\n")
+
+
+@pytest.mark.parametrize("doc,right,wrong", [
+    # npm's install-test.js: the class's header was at the hole, and its `}` closes nothing without it
+    (_INSTALL_TEST, "class InstallTest extends Install {\n", "const InstallOptions = require('./options.js')\n"),
+    # npm's outdated.js: an if's header, whose `}` (indented 4) closes the method's `{` (indented 2) without it
+    (_OUTDATED, "    if (this.json) {\n", "    const other = outdated.map((e) => e.name)\n"),
+])
+def test_a_line_that_leaves_the_block_below_without_its_lost_opener_is_not_shown(doc, right, wrong):
+    # the file is broken without the hole's line, and a line that opens nothing leaves it as broken: no error count
+    # tells that from a line that breaks nothing, so it was shown
+    prefix, suffix = doc
+    assert _shown_js(prefix, suffix, right) == right
+    assert _shown_js(prefix, suffix, wrong) == ""
+
+
+def test_a_line_rest_must_give_back_the_call_and_object_it_lost():
+    # zod's util.ts: `shape[key] = new Class({` over the object's entries and their `})`
+    prefix = "function f (shape, mask) {\n  for (const key in mask) {\n    if (!mask[key]) continue\n    shape"
+    suffix = "\n      type: 'nonoptional',\n      inner: shape[key],\n    })\n  }\n  return shape\n}\n"
+    assert _shown_js(prefix, suffix, "[key] = new Class({") == "[key] = new Class({"
+    assert _shown_js(prefix, suffix, "[key] = Class") == ""  # nor its clean start `[key]`: the entries stay unopened
+
+
+def test_a_block_still_being_written_or_another_open_bracket_is_no_lost_opener():
+    # `if (a) {` typed with no closer yet (an editor without auto-pairs): the function's `}` below is indented less
+    # than the if's `{`, so a body line is shown
+    assert _shown_js("function f (a) {\n  if (a) {\n", "}\n", "    a.run()\n") == "    a.run()\n"
+    # prettier's `? {` puts the object's `}` deeper than its `{`; a call left open at the hole meets it first, and the
+    # text that closes the call is shown (zod's parse.ts)
+    prefix = ("const f = (result) => {\n  return result.issues.length\n    ? {\n        success: false,\n"
+              "        error: new Err(result")
+    suffix = "\n      }\n    : { success: true }\n}\n"
+    assert _shown_js(prefix, suffix, ".issues.map((iss) => fin(iss)),") == ".issues.map((iss) => fin(iss)),"
+
+
+def test_a_closer_that_closes_nothing_counts_only_in_a_window_that_starts_the_document():
+    # a window that starts inside a method: the `}` below may close its `{` above the window
+    prefix, suffix = "    this.x = 1\n", "    this.y = 2\n  }\n}\n"
+    assert clean_cut("    this.z = 3\n", prefix, suffix, "javascript", prefix_truncated=True) == "    this.z = 3\n"
+    assert clean_cut("    this.z = 3\n", prefix, suffix, "javascript", prefix_truncated=False) == ""
