@@ -15,6 +15,12 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
+One rule comes before every reading, outside Python: where the hole lost the opener of the block it lies in (the `}`
+that ends that block is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
+`class X extends Y {`, `if (json) {` or `new Class({` was at the hole), a text must give that `{` back, in line with
+the `}` (`_lost_opener`). The file without the text is broken there, and a text that leaves it as broken adds no
+error, so no error count refuses it.
+
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
 - one that did not compile and does with it, or whose complaint at or under the hole the suggestion removes leaving
