@@ -54,8 +54,8 @@ def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, i
 
 def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tuple[str, int] | None] | None:
     """The first closer after offset `at` that meets the brackets open at `at`, not one opened after it (the end of the
-    innermost block `at` lies in, whatever the closer matches), as (its offset, what it meets: `closed_by`'s
-    answer). None where `text` has none."""
+    innermost block `at` lies in, whatever the closer matches), as (its offset, what it meets: as
+    `line_closers` gives it). None where `text` has none."""
     stack: list[tuple[str, int]] = []
     depth = None
     for i, ch in _brackets(text, language):
@@ -70,19 +70,25 @@ def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tup
     return None
 
 
-def closed_by(text: str, closer: int, language: str | None = None) -> tuple[str, int] | None:
-    """The bracket that the closer at offset `closer` meets, as (bracket, indentation of its line for a `{`, else 0),
-    whether it matches or not (as `open_brackets` scans: a mismatched closer closes nothing); None where nothing is
-    open there."""
+def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[str, tuple[str, int] | None]]:
+    """Each closer from offset `at` to the end of its line, with the bracket it meets there (as `open_brackets`
+    scans: a mismatched closer closes nothing), as (closer, (bracket, indentation of its line for a `{`, else 0));
+    None where nothing is open."""
     stack: list[tuple[str, int]] = []
+    end = text.find("\n", at)
+    end = len(text) if end < 0 else end
+    met = []
     for i, ch in _brackets(text, language):
-        if i == closer:
-            return stack[-1] if stack else None
+        if i >= end:
+            break
         if ch in "([{":
             stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
-        elif stack and stack[-1][0] == PAIRS[ch]:
+            continue
+        if i >= at:
+            met.append((ch, stack[-1] if stack else None))
+        if stack and stack[-1][0] == PAIRS[ch]:
             stack.pop()
-    return None
+    return met
 
 
 def _brackets(text: str, language: str | None):

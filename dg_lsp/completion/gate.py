@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import (PAIRS, block_end, closed_by, indent_width, misaligned_closers, open_counts,
+from dg_lsp.completion.brackets import (PAIRS, block_end, indent_width, line_closers, misaligned_closers, open_counts,
                                         open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
@@ -102,7 +102,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         # a text that leaves the hole's block without the opener it lost breaks, in every reading; else it is shown
         # where either reading shows it; the second is built only where the first refuses a text
         nonlocal closed
-        if lost is not None and closed_by(prefix + candidate + suffix, lost[0] + len(candidate), language) != lost[1]:
+        if lost is not None and not _gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
             return True
         if not as_it_is(candidate):
             return False
@@ -152,6 +152,13 @@ def _lost_opener(prefix: str, suffix: str, language: str, prefix_truncated: bool
     if (meets is None and not prefix_truncated) or (meets is not None and meets[0] == "{" and len(head) > meets[1]):
         return end, ("{", len(head))
     return None
+
+
+def _gives_back(text: str, at: int, opener: tuple[str, int], language: str) -> bool:
+    """Whether the `}` at offset `at` of `text` (a text in its hole) closes `opener`, the `{` the hole lost, and each
+    closer after it on its line closes a bracket of its own kind: `foo({` over `})`, not `if (x) {`."""
+    (_, meets), *rest = line_closers(text, at, language)
+    return meets == opener and all(met is not None and met[0] == PAIRS[closer] for closer, met in rest)
 
 
 def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None, truncated: bool):

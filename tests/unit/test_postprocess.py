@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import block_end, closed_by, misaligned_closers, open_brackets, open_counts, open_spans
+from dg_lsp.completion.brackets import block_end, line_closers, misaligned_closers, open_brackets, open_counts, open_spans
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -227,12 +227,14 @@ def test_a_blocks_end_and_the_bracket_its_closer_meets():
     at = text.index("    x(1)")
     # the call's `)` closes what opened after `at`: the end is the if's `}`, which meets its `{` on a line indented 2
     assert block_end(text, at, "javascript") == (text.index("  }") + 2, ("{", 2))
-    assert closed_by(text, text.index("  }") + 2, "javascript") == ("{", 2)
+    assert line_closers(text, text.index("  }") + 2, "javascript") == [("}", ("{", 2))]
     assert block_end(text, text.index("y()"), "javascript") == (len(text) - 2, ("{", 0))
     assert block_end("f(a\n}", 2, "javascript") == (4, ("(", 0))
     assert block_end("a\n}", 1, "javascript") == (2, None)
-    assert closed_by("a)\n}", 3, "javascript") is None  # nothing open: the `)` closed nothing either
-    assert closed_by("f(a\n}", 4, "javascript") == ("(", 0)  # a mismatch meets the `(`
+    assert line_closers("a)\n}", 3, "javascript") == [("}", None)]  # nothing open: the `)` closed nothing either
+    # each closer to the line's end; a mismatch meets the `(`, and closes nothing
+    assert line_closers("f(a, {\n  b\n})\n}", 11, "javascript") == [("}", ("{", 0)), (")", ("(", 0))]
+    assert line_closers("f(a\n}) x", 4, "javascript") == [("}", ("(", 0)), (")", ("(", 0))]
     assert block_end("f(a, b)", 0, "javascript") is None
 
 

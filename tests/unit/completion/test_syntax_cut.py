@@ -460,12 +460,19 @@ _INSTALL_TEST = ("const Install = require('./install.js')\n\n",
 _OUTDATED = ("class Outdated {\n  async exec () {\n    const outdated = this.list()\n\n",
              "      output.buffer(this.json(outdated))\n      return\n    }\n\n    output.standard(outdated)\n  }\n}\n")
 
+_ADDUSER = ("class AddUser extends BaseCommand {\n  async exec () {\n    const scope = this.npm.config.get('scope')\n\n",
+            "      ...this.npm.flatOptions,\n      creds,\n      registry,\n    })\n\n    output.standard(message)\n  }\n}\n\n"
+            "module.exports = AddUser\n")
+
 
 @pytest.mark.parametrize("doc,right,wrong", [
     # npm's install-test.js: the class's header was at the hole, and its `}` closes nothing without it
     (_INSTALL_TEST, "class InstallTest extends Install {\n", "const InstallOptions = require('./options.js')\n"),
     # npm's outdated.js: an if's header, whose `}` (indented 4) closes the method's `{` (indented 2) without it
     (_OUTDATED, "    if (this.json) {\n", "    const other = outdated.map((e) => e.name)\n"),
+    # npm's adduser.js: a call's `(` and an object's `{` were lost (`})` below); `if (scope) {` gives back a `{` in
+    # line with the `}`, but the `)` after it then closes nothing of its kind
+    (_ADDUSER, "    const { message } = await auth.adduser(this.npm, {\n", "    if (scope) {\n"),
 ])
 def test_a_line_that_leaves_the_block_below_without_its_lost_opener_is_not_shown(doc, right, wrong):
     # the file is broken without the hole's line, and a line that opens nothing leaves it as broken: no error count
