@@ -70,10 +70,10 @@ def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tup
     return None
 
 
-def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[str, tuple[str, int] | None]]:
+def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[int, str, tuple[str, int] | None]]:
     """Each closer from offset `at` to the end of its line, with the bracket it meets there (as `open_brackets`
-    scans: a mismatched closer closes nothing), as (closer, (bracket, indentation of its line for a `{`, else 0));
-    None where nothing is open."""
+    scans: a mismatched closer closes nothing), as (offset, closer, (bracket, indentation of its line for a `{`,
+    else 0)); None where nothing is open. A closer inside a string or comment is none."""
     stack: list[tuple[str, int]] = []
     end = text.find("\n", at)
     end = len(text) if end < 0 else end
@@ -85,7 +85,7 @@ def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[
             stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
             continue
         if i >= at:
-            met.append((ch, stack[-1] if stack else None))
+            met.append((i, ch, stack[-1] if stack else None))
         if stack and stack[-1][0] == PAIRS[ch]:
             stack.pop()
     return met

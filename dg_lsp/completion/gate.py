@@ -131,34 +131,43 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     return ""
 
 
-def _lost_opener(prefix: str, suffix: str, language: str, prefix_truncated: bool) -> tuple[int, tuple[str, int]] | None:
-    """The line-leading `}` that ends the block the hole lies in, as (its offset in `prefix + suffix`, the `{` it must
-    close: `("{", its indentation)`), where the hole lost that block's opener: the `}` is indented deeper than the
-    `{` it closes (a block's around it), or, in a window that starts the document, nothing is open there. The line `class InstallTest extends Install {`, `if (json) {` or
-    `shape[key] = new Class({` was at the hole, and a text must give its `{` back, in line with the `}` (`clean_cut`):
-    without it, the text leaves the file broken as the hole did, which no error count tells from a text that breaks
-    nothing. None where the block's end stands, lies past the window, or is not a line-leading `}`, and in Python.
-    A `}` indented less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this.
-    """
+def _lost_opener(prefix: str, suffix: str, language: str,
+                 prefix_truncated: bool) -> tuple[int, tuple[str, int | None]] | None:
+    """The line-leading closer that ends the block the hole lies in, as (its offset in `prefix + suffix`, the opener it
+    must meet: (bracket, the indentation of a `{`'s line, or None for any)), where the hole lost that block's opener
+    or left a bracket open: the closer meets a bracket of another kind (`  ]` under a class's `{`: `static params = [`
+    was at the hole; `}` under a call's `(` the hole left open), a `}` is indented deeper than the `{` it closes (a
+    block's around it: `if (json) {` or `new Class({` was at the hole), or, in a window that starts the file, nothing
+    is open there (`class InstallTest extends Install {`). A text must then give that opener back (`_gives_back`).
+    None where the block's end stands, lies past the window, or does not start its line, and in Python. A `}` indented
+    less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this."""
     if language == "python":
         return None
     whole = prefix + suffix
     end, meets = block_end(whole, len(prefix), language) or (0, None)
-    if whole[end:end + 1] != "}" or end < len(prefix):
+    closer = whole[end:end + 1]
+    if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
         return None
-    head = whole[whole.rfind("\n", 0, end) + 1:end]
-    if head.strip():
-        return None
-    if (meets is None and not prefix_truncated) or (meets is not None and meets[0] == "{" and len(head) > meets[1]):
-        return end, ("{", len(head))
+    indent = end - whole.rfind("\n", 0, end) - 1
+    if meets is None:
+        return None if prefix_truncated else (end, (PAIRS[closer], None))
+    if meets[0] != PAIRS[closer]:
+        return end, (PAIRS[closer], None)
+    if closer == "}" and indent > meets[1]:
+        return end, ("{", indent)
     return None
 
 
 def _gives_back(text: str, at: int, opener: tuple[str, int], language: str) -> bool:
-    """Whether the `}` at offset `at` of `text` (a text in its hole) closes `opener`, the `{` the hole lost, and each
-    closer after it on its line closes a bracket of its own kind: `foo({` over `})`, not `if (x) {`."""
-    (_, meets), *rest = line_closers(text, at, language)
-    return meets == opener and all(met is not None and met[0] == PAIRS[closer] for closer, met in rest)
+    """Whether the closer at offset `at` of `text` (a text in its hole) meets `opener` (`_lost_opener`: a bracket of
+    its kind, a `{` at the given indentation), and each closer after it on its line one of its own kind: `foo({` over
+    `})`, not `if (x) {`. Not where the text put that closer inside a string or comment."""
+    closers = line_closers(text, at, language)
+    if not closers or closers[0][0] != at:
+        return False
+    (_, _, meets), *rest = closers
+    return (meets is not None and meets[0] == opener[0] and opener[1] in (None, meets[1])
+            and all(met is not None and met[0] == PAIRS[closer] for _, closer, met in rest))
 
 
 def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None, truncated: bool):

@@ -227,14 +227,15 @@ def test_a_blocks_end_and_the_bracket_its_closer_meets():
     at = text.index("    x(1)")
     # the call's `)` closes what opened after `at`: the end is the if's `}`, which meets its `{` on a line indented 2
     assert block_end(text, at, "javascript") == (text.index("  }") + 2, ("{", 2))
-    assert line_closers(text, text.index("  }") + 2, "javascript") == [("}", ("{", 2))]
+    assert line_closers(text, text.index("  }") + 2, "javascript") == [(text.index("  }") + 2, "}", ("{", 2))]
     assert block_end(text, text.index("y()"), "javascript") == (len(text) - 2, ("{", 0))
     assert block_end("f(a\n}", 2, "javascript") == (4, ("(", 0))
     assert block_end("a\n}", 1, "javascript") == (2, None)
-    assert line_closers("a)\n}", 3, "javascript") == [("}", None)]  # nothing open: the `)` closed nothing either
+    assert line_closers("a)\n}", 3, "javascript") == [(3, "}", None)]  # nothing open: the `)` closed nothing either
     # each closer to the line's end; a mismatch meets the `(`, and closes nothing
-    assert line_closers("f(a, {\n  b\n})\n}", 11, "javascript") == [("}", ("{", 0)), (")", ("(", 0))]
-    assert line_closers("f(a\n}) x", 4, "javascript") == [("}", ("(", 0)), (")", ("(", 0))]
+    assert line_closers("f(a, {\n  b\n})\n}", 11, "javascript") == [(11, "}", ("{", 0)), (12, ")", ("(", 0))]
+    assert line_closers("f(a\n}) x", 4, "javascript") == [(4, "}", ("(", 0)), (5, ")", ("(", 0))]
+    assert line_closers("f(`a\n}`) x", 5, "javascript") == [(7, ")", ("(", 0))]  # the `}` is in a string
     assert block_end("f(a, b)", 0, "javascript") is None
 
 

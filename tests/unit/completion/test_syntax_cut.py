@@ -464,6 +464,10 @@ _ADDUSER = ("class AddUser extends BaseCommand {\n  async exec () {\n    const s
             "      ...this.npm.flatOptions,\n      creds,\n      registry,\n    })\n\n    output.standard(message)\n  }\n}\n\n"
             "module.exports = AddUser\n")
 
+_TEST = ("const LifecycleCmd = require('../lifecycle-cmd.js')\n\nclass Test extends LifecycleCmd {\n"
+         "  static name = 'test'\n",
+         "    'ignore-scripts',\n    'script-shell',\n  ]\n}\n\nmodule.exports = Test\n")
+
 
 @pytest.mark.parametrize("doc,right,wrong", [
     # npm's install-test.js: the class's header was at the hole, and its `}` closes nothing without it
@@ -473,6 +477,8 @@ _ADDUSER = ("class AddUser extends BaseCommand {\n  async exec () {\n    const s
     # npm's adduser.js: a call's `(` and an object's `{` were lost (`})` below); `if (scope) {` gives back a `{` in
     # line with the `}`, but the `)` after it then closes nothing of its kind
     (_ADDUSER, "    const { message } = await auth.adduser(this.npm, {\n", "    if (scope) {\n"),
+    # npm's test.js: a list's `[` was lost, and its `  ]` meets the class's `{`
+    (_TEST, "  static params = [\n", "  static description = 'Test a package'\n"),
 ])
 def test_a_line_that_leaves_the_block_below_without_its_lost_opener_is_not_shown(doc, right, wrong):
     # the file is broken without the hole's line, and a line that opens nothing leaves it as broken: no error count
@@ -480,6 +486,7 @@ def test_a_line_that_leaves_the_block_below_without_its_lost_opener_is_not_shown
     prefix, suffix = doc
     assert _shown_js(prefix, suffix, right) == right
     assert _shown_js(prefix, suffix, wrong) == ""
+    assert _shown_js(prefix, suffix, "  const s = `\n") == ""  # a template literal that swallows the closer
 
 
 def test_a_line_rest_must_give_back_the_call_and_object_it_lost():
@@ -494,12 +501,13 @@ def test_a_block_still_being_written_or_another_open_bracket_is_no_lost_opener()
     # `if (a) {` typed with no closer yet (an editor without auto-pairs): the function's `}` below is indented less
     # than the if's `{`, so a body line is shown
     assert _shown_js("function f (a) {\n  if (a) {\n", "}\n", "    a.run()\n") == "    a.run()\n"
-    # prettier's `? {` puts the object's `}` deeper than its `{`; a call left open at the hole meets it first, and the
-    # text that closes the call is shown (zod's parse.ts)
+    # prettier's `? {` puts the object's `}` deeper than its `{`; the call left open at the hole meets it first, and
+    # a text that closes the call is shown (zod's parse.ts), one that leaves it open is not
     prefix = ("const f = (result) => {\n  return result.issues.length\n    ? {\n        success: false,\n"
               "        error: new Err(result")
     suffix = "\n      }\n    : { success: true }\n}\n"
-    assert _shown_js(prefix, suffix, ".issues.map((iss) => fin(iss)),") == ".issues.map((iss) => fin(iss)),"
+    assert _shown_js(prefix, suffix, ".issues.map((iss) => fin(iss))),") == ".issues.map((iss) => fin(iss))),"
+    assert _shown_js(prefix, suffix, ".issues.map((iss) => fin(iss)),") == ""
 
 
 def test_a_closer_that_closes_nothing_counts_only_in_a_window_that_starts_the_document():
