@@ -38,18 +38,26 @@ def open_counts(text: str, offsets: list[int], language: str | None = None, reco
     return _scan(text, offsets, language, recover=recover)[1]
 
 
-def misaligned_closers(text: str, language: str | None = None, start: int = 0) -> int:
+def misaligned_closers(text: str, language: str | None = None, start: int = 0, deeper: bool = False) -> int:
     """How many `}` that start their line close no `{`, or a `{` whose line is indented otherwise: block closers out
     of line with their openers, as where a block's opening line is missing and its `}` closes the block around it
     (or, at the start of a text, nothing) instead. Only the closers from offset `start` on count (the brackets
-    before it still open what they open)."""
-    return _scan(text, [], language, start)[2]
+    before it still open what they open). With `deeper`, only those indented deeper than their `{`'s line (or that
+    close none): a block closed early, or one whose opener is missing, not a `{` at the end of a condition's
+    continuation line, indented deeper than the statement's `}`."""
+    return _scan(text, [], language, start, deeper=deeper)[2]
 
 
 def open_spans(text: str, language: str | None = None) -> list[tuple[str, int, int]]:
     """The brackets still open at the end of `text` (as `open_brackets` finds them), outermost first, each as
     (bracket, its offset in `text`, the indentation of its line for a `{`, else 0)."""
     return _scan(text, [], language, spans=True)[0]
+
+
+def ends_in_literal(text: str, language: str | None = None) -> bool:
+    """Whether `text` ends inside a string literal or a line comment, as `open_brackets` reads them (a bracket put
+    at its end would not count)."""
+    return next(reversed(list(_brackets(text + "(", language))), None) != (len(text), "(")
 
 
 def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tuple[str, int] | None] | None:
@@ -191,7 +199,7 @@ def _word(ch: str) -> bool:
 
 
 def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
-          spans: bool = False, recover: bool = False) -> tuple[list, list[int], int]:
+          spans: bool = False, recover: bool = False, deeper: bool = False) -> tuple[list, list[int], int]:
     """The brackets open at the end of `text` (with `spans`, `open_spans`' tuples), how many are open at each of the
     ascending `offsets`, and how many line-leading `}` from offset `start` on close no `{` or one of another
     indentation. With `recover`, `open_counts`' reading of a closer that meets another open bracket."""
@@ -206,7 +214,8 @@ def _scan(text: str, offsets: list[int], language: str | None, start: int = 0,
             continue
         matched = bool(stack) and stack[-1][0] == PAIRS[ch]
         if ch == "}" and i >= start and not text[text.rfind("\n", 0, i) + 1:i].strip():  # a line-leading `}`
-            misaligned += not matched or stack[-1][1] != _line_indent(text, i)
+            indent = _line_indent(text, i)
+            misaligned += not matched or (stack[-1][1] < indent if deeper else stack[-1][1] != indent)
         if matched:
             stack.pop()
         elif recover and any(b == PAIRS[ch] for b, _, _ in stack):

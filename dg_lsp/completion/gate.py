@@ -15,11 +15,16 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
-One rule comes before every reading, outside Python: where the hole lost the opener of the block it lies in (the `}`
-that ends that block is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
-`class X extends Y {`, `if (json) {` or `new Class({` was at the hole), a text must give that `{` back, in line with
-the `}` (`_lost_opener`). The file without the text is broken there, and a text that leaves it as broken adds no
-error, so no error count refuses it.
+Two rules come before every reading, outside Python and where the hole is not inside a string or comment (the
+brackets' rules, which read the code as `brackets` scans it):
+- where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
+  bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
+  `class X extends Y {`, `if (json) {`, `static params = [` or `new Class({` was at the hole), a text must give that
+  opener back (`_lost_opener`, `_gives_back`). The file without the text is broken there, and a text that leaves it
+  as broken adds no error, so no error count refuses it;
+- a text must leave no more line-leading `}` from the hole on indented deeper than the `{` they close, or closing
+  none, than there were (`misaligned_closers(deeper=True)`): a `}` that ends a block early, which the window's error
+  count misses where the lines below, past the block, read as valid code.
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
@@ -40,8 +45,8 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import (PAIRS, block_end, indent_width, line_closers, misaligned_closers, open_counts,
-                                        open_spans)
+from dg_lsp.completion.brackets import (PAIRS, block_end, ends_in_literal, indent_width, line_closers,
+                                        misaligned_closers, open_counts, open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -94,15 +99,21 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     (`_lost_opener`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
-    lost = _lost_opener(prefix, suffix, language, prefix_truncated)
+    # the brackets' rules, outside Python, where the hole is not inside a string or comment (where the scan's reading
+    # of the text after the hole is the literal's, which the text may end)
+    structural = language != "python" and not ends_in_literal(prefix, language)
+    lost = _lost_opener(prefix, suffix, language, prefix_truncated) if structural else None
+    aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True) if structural else None
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
     def breaks(candidate: str) -> bool:
-        # a text that leaves the hole's block without the opener it lost breaks, in every reading; else it is shown
-        # where either reading shows it; the second is built only where the first refuses a text
+        # a text that leaves the hole's block without the opener it lost, or closes a block early, breaks in every
+        # reading; else it is shown where either reading shows it; the second is built only where the first refuses
         nonlocal closed
         if lost is not None and not _gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
+            return True
+        if aligned is not None and misaligned_closers(prefix + candidate + suffix, language, len(prefix), True) > aligned:
             return True
         if not as_it_is(candidate):
             return False

@@ -1,7 +1,7 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import block_end, line_closers, misaligned_closers, open_brackets, open_counts, open_spans
+from dg_lsp.completion.brackets import block_end, ends_in_literal, line_closers, misaligned_closers, open_brackets, open_counts, open_spans
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context
@@ -199,6 +199,24 @@ def test_a_block_closer_out_of_line_with_its_opener_is_counted():
     assert misaligned_closers(broken, "javascript", broken.index("} el") + 1) == 2
     assert misaligned_closers(broken, "javascript", broken.index("    y()")) == 2
     assert misaligned_closers(broken, "javascript", len(broken) - 2) == 1  # the function's `}`: it closes nothing
+
+
+def test_only_closers_deeper_than_their_opener_count_where_asked():
+    # a condition continued over lines: its `{` is on a line indented deeper than the if's `}`
+    text = "f() {\n  if (a &&\n      b) {\n    x()\n  }\n}\n"
+    assert misaligned_closers(text, "javascript") == 1
+    assert misaligned_closers(text, "javascript", deeper=True) == 0
+    # a block closed early: the function's `}` then closes nothing, and the if's closes the function's `{`
+    early = "f() {\n  if (a) {\n  }\n    x()\n  }\n}\n"
+    assert misaligned_closers(early, "javascript", deeper=True) == 2
+
+
+def test_where_a_text_ends_inside_a_string_or_comment():
+    assert ends_in_literal("output.standard(`${ite", "javascript")
+    assert ends_in_literal("x = 1  // note (", "javascript")
+    assert ends_in_literal("s = 'abc", "python")
+    assert not ends_in_literal("f(a, 'b', ", "javascript")
+    assert not ends_in_literal("x = a / b", "javascript")
 
 
 def test_a_recovering_count_lets_a_closer_close_the_brackets_left_open_inside_it():

@@ -515,3 +515,25 @@ def test_a_closer_that_closes_nothing_counts_only_in_a_window_that_starts_the_do
     prefix, suffix = "    this.x = 1\n", "    this.y = 2\n  }\n}\n"
     assert clean_cut("    this.z = 3\n", prefix, suffix, "javascript", prefix_truncated=True) == "    this.z = 3\n"
     assert clean_cut("    this.z = 3\n", prefix, suffix, "javascript", prefix_truncated=False) == ""
+
+
+def test_a_text_that_closes_a_block_early_is_not_shown():
+    # a `}` in the text ends the function early: the lines below then close what they did not (the function's `}`
+    # closes nothing). The window's error count may not say so where the document goes on past it
+    prefix = "function f (a) {\n  const b = a + 1\n"
+    suffix = "".join(f"  const v{i} = b + {i}\n" for i in range(120)) + "  return b\n}\n\nmodule.exports = f\n"
+    assert _shown_js(prefix, suffix, "  const c = b * 2\n") == "  const c = b * 2\n"
+    assert _shown_js(prefix, suffix, "  }\n") == ""  # past it, the lines below read as top-level statements
+    # a condition continued over lines puts its `{` on a line indented deeper than the `}`: no closer out of line
+    text = "  if (a &&\n    b > 1) {\n    run()\n  }\n"
+    assert clean_cut(text, prefix, suffix, "javascript", prefix_truncated=False) == text
+
+
+def test_the_bracket_rules_stand_aside_where_the_hole_is_inside_a_string():
+    # npm's access.js: the cursor inside a template literal's `${ite|`, in a window that starts inside the method.
+    # Without the text, the scan reads the literal on to the end, and no closer below; with it, the method's and the
+    # class's `}` close nothing in the window. The text that ends the literal is right
+    prefix = "    for (const item of items) {\n      if (item) {\n        output.standard(`${ite"
+    suffix = "\n      }\n    }\n  }\n}\n\nmodule.exports = Access\n"
+    text = "m}: ${outputs[item]}`)"
+    assert clean_cut(text, prefix, suffix, "javascript", prefix_truncated=True) == text
