@@ -2,6 +2,7 @@
 
     python -m dg_lsp.bench.diagnostics.gate_check [--seed 5] [--sizes 1033,600,400,400,200] [--json OUT]
     python -m dg_lsp.bench.diagnostics.gate_check --answers REPORT.json [REPORT.json ...]
+    python -m dg_lsp.bench.diagnostics.gate_check --repo DIR --language L [--per-kind 300] [--seed 11]
 
 Truths (the default): the reference answer of each task, in the server's view of its document (the window and the
 scope the server builds), through the gate, for the HumanEval-Infilling single- and multi-line splits and the
@@ -13,6 +14,14 @@ line and the suffix-blind fill are shaped but never gated), through the gate: ho
 leave the document syntax-invalid (the benchmark's own check, on the whole file), how many are the exact answer.
 The report's command is re-read to rebuild its tasks (the same seed and sizes). Run it in two checkouts to compare
 two gates on the same answers.
+
+Repository (`--repo`): holes mined from a code tree as `dg-lsp bench repo` mines them (single-line and line-rest,
+`--per-kind` each; multi-line, half as many), in files that parse cleanly. Each hole's right answer goes through
+post-processing and the gate (`finish_suggestion`, in the server's view); at each single-line hole, so does a wrong
+line: another line of the same file at the right answer's indentation (seeded), the kind of plausible line a model
+writes in the wrong place. Prints per kind how many right answers are shown whole and shown at all, and how many
+wrong lines are shown and how many of those leave the file syntax-invalid (the benchmark's own check): the broken
+suggestions a user would see.
 """
 
 from __future__ import annotations
@@ -82,22 +91,74 @@ def answers(paths: list[str]) -> list[dict]:
     return rows
 
 
+def repo(root: str, language: str, per_kind: int, seed: int) -> list[dict]:
+    import random
+
+    from dg_lsp.bench.metrics import syntax_valid
+    from dg_lsp.bench.quality.files import discover_many
+    from dg_lsp.bench.quality.mining import mine
+    from dg_lsp.bench.quality.runners import editor_view
+    from dg_lsp.completion.postprocess import finish_suggestion
+    from dg_lsp.context.syntax import error_spans
+
+    tasks = mine(discover_many([root], {language}),
+                 {"single-line": per_kind, "line-rest": per_kind, "multi-line": per_kind // 2}, seed=seed)
+    rnd = random.Random(seed)
+    count = Counter()
+    for task in tasks:
+        if error_spans(task.original, language):
+            continue
+        view = editor_view(task, 1024)
+        texts = {"right": task.middle}
+        if task.kind == "single-line":
+            indent = task.middle[:len(task.middle) - len(task.middle.lstrip())]
+            others = [line for line in (task.prefix + task.suffix).split("\n")
+                      if line.strip() and line.startswith(indent) and not line[len(indent):len(indent) + 1].isspace()
+                      and line + "\n" != task.middle]
+            if others:
+                texts["wrong"] = rnd.choice(others) + "\n"
+        for name, text in texts.items():
+            shown = finish_suggestion(text, [], view.prefix, view.ctx, selection=False, max_lines=8)
+            count[(task.kind, name)] += 1
+            count[(task.kind, name, "whole")] += shown == text
+            count[(task.kind, name, "shown")] += bool(shown)
+            count[(task.kind, name, "shown_invalid")] += bool(shown) and syntax_valid(
+                task.original, task.prefix + shown + task.suffix, language) is False
+    rows = []
+    for kind in ("single-line", "line-rest", "multi-line"):
+        for name in ("right", "wrong"):
+            if count[(kind, name)]:
+                row = {"kind": kind, "text": name, "n": count[(kind, name)],
+                       **{k: count[(kind, name, k)] for k in ("whole", "shown", "shown_invalid")}}
+                rows.append(row)
+                print(f"{kind} {name}: {row['n']} texts, {row['whole']} shown whole, {row['shown']} shown, "
+                      f"{row['shown_invalid']} of those leave the file syntax-invalid", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.gate_check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--seed", type=int, help="the tasks' seed: 5 by default, 11 with --repo")
     p.add_argument("--sizes", default="1033,600,400,400,200",
                    help="tasks per set: HumanEval single, multi; held-out single, line-rest, multi")
     p.add_argument("--answers", nargs="+", metavar="REPORT", help="gate the ungated answers of these reports")
+    p.add_argument("--repo", metavar="DIR", help="mine holes from this code tree (with --language)")
+    p.add_argument("--language", help="the --repo files' language (a canonical name: javascript, cpp, ...)")
+    p.add_argument("--per-kind", type=int, default=300, help="--repo: single-line and line-rest holes each")
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args(argv)
-    if args.answers:
+    if args.repo:
+        if not args.language:
+            p.error("--repo needs --language")
+        rows = repo(args.repo, args.language, args.per_kind, 11 if args.seed is None else args.seed)
+    elif args.answers:
         rows = answers(args.answers)
     else:
         sizes = [int(x) for x in args.sizes.split(",")]
         if len(sizes) != len(SETS):
             p.error(f"--sizes takes {len(SETS)} numbers")
-        rows = truths(args.seed, sizes)
+        rows = truths(5 if args.seed is None else args.seed, sizes)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

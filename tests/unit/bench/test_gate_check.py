@@ -33,3 +33,57 @@ def test_ungated_answers_are_counted_through_the_gate(tmp_path):
     assert gate_check.main(["--answers", str(report), "--json", str(out)]) == 0
     [row] = json.loads(out.read_text())
     assert (row["answers"], row["shown"], row["shown_exact"], row["shown_invalid"]) == (2, 1, 1, 0)
+
+
+_JS = """const Base = require('./base.js')
+
+class Runner extends Base {
+  static description = 'Run the items'
+  static params = [
+    'json',
+    'quiet',
+  ]
+
+  async exec (items) {
+    const results = []
+    for (const item of items) {
+      if (!item.ready) {
+        continue
+      }
+      results.push(await this.run(item))
+    }
+    if (this.npm.config.get('json')) {
+      this.output(JSON.stringify(results))
+      return results
+    }
+    for (const result of results) {
+      this.output(`${result.name}: ${result.status}`)
+    }
+    return results
+  }
+}
+
+module.exports = Runner
+"""
+
+
+def test_a_code_tree_s_right_answers_and_borrowed_wrong_lines_are_counted(tmp_path):
+    tree = tmp_path / "lib"
+    tree.mkdir()
+    (tree / "runner.js").write_text(_JS)
+    out = tmp_path / "repo.json"
+    assert gate_check.main(["--repo", str(tree), "--language", "javascript", "--per-kind", "12",
+                            "--json", str(out)]) == 0
+    rows = {(row["kind"], row["text"]): row for row in json.loads(out.read_text())}
+    assert set(rows) == {("single-line", "right"), ("single-line", "wrong"), ("line-rest", "right"),
+                         ("multi-line", "right")}
+    # every right line and line rest of this clean file is shown (a multi-line hole shows one line, or none where
+    # it is a block's header alone), and none leaves the file broken
+    for kind in ("single-line", "line-rest"):
+        assert rows[(kind, "right")]["shown"] == rows[(kind, "right")]["n"] > 0
+    assert rows[("line-rest", "right")]["whole"] == rows[("line-rest", "right")]["n"]
+    assert all(row["shown_invalid"] == 0 for (_, text), row in rows.items() if text == "right")
+    # the lines borrowed from elsewhere in the file: most are refused, and none that is shown leaves the file broken
+    # (before the gate's lost-opener and early-closer rules, 7 of these 11 were shown, 6 of them breaking the file)
+    wrong = rows[("single-line", "wrong")]
+    assert wrong["n"] == 11 and wrong["shown"] <= 2 and wrong["shown_invalid"] == 0
