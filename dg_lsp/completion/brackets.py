@@ -1,7 +1,8 @@
 """Brackets in code text, outside strings and comments: which are still open at the end of a text.
 
 Shared by post-processing's string rules (completion/postprocess.py: closers the suffix already has, where a
-statement ends) and the syntax gate (completion/gate.py: how far the scope reaches for a block a text opens)."""
+statement ends) and the syntax gate (completion/gate.py: how far the scope reaches for a block a text opens, whether a
+text gives back the opener its hole lost, whether it closes a block early)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,45 @@ def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[
         if stack and stack[-1][0] == PAIRS[ch]:
             stack.pop()
     return met
+
+
+def lost_opener(prefix: str, suffix: str, language: str,
+                 prefix_truncated: bool) -> tuple[int, tuple[str, int | None]] | None:
+    """The line-leading closer that ends the block the hole lies in, as (its offset in `prefix + suffix`, the opener it
+    must meet: (bracket, the indentation of a `{`'s line, or None for any)), where the hole lost that block's opener
+    or left a bracket open: the closer meets a bracket of another kind (`  ]` under a class's `{`: `static params = [`
+    was at the hole; `}` under a call's `(` the hole left open), a `}` is indented deeper than the `{` it closes (a
+    block's around it: `if (json) {` or `new Class({` was at the hole), or, in a window that starts the file, nothing
+    is open there (`class InstallTest extends Install {`). A text must then give that opener back (`gives_back`).
+    None where the block's end stands, lies past the window, or does not start its line, and in Python. A `}` indented
+    less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this."""
+    if language == "python":
+        return None
+    whole = prefix + suffix
+    end, meets = block_end(whole, len(prefix), language) or (0, None)
+    closer = whole[end:end + 1]
+    if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
+        return None
+    indent = end - whole.rfind("\n", 0, end) - 1
+    if meets is None:
+        return None if prefix_truncated else (end, (PAIRS[closer], None))
+    if meets[0] != PAIRS[closer]:
+        return end, (PAIRS[closer], None)
+    if closer == "}" and indent > meets[1]:
+        return end, ("{", indent)
+    return None
+
+
+def gives_back(text: str, at: int, opener: tuple[str, int | None], language: str) -> bool:
+    """Whether the closer at offset `at` of `text` (a text in its hole) meets `opener` (`lost_opener`: a bracket of
+    its kind, a `{` at the given indentation), and each closer after it on its line one of its own kind: `foo({` over
+    `})`, not `if (x) {`. Not where the text put that closer inside a string or comment."""
+    closers = line_closers(text, at, language)
+    if not closers or closers[0][0] != at:
+        return False
+    (_, _, meets), *rest = closers
+    return (meets is not None and meets[0] == opener[0] and opener[1] in (None, meets[1])
+            and all(met is not None and met[0] == PAIRS[closer] for _, closer, met in rest))
 
 
 def _brackets(text: str, language: str | None):

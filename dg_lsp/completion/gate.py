@@ -20,7 +20,7 @@ brackets' rules, which read the code as `brackets` scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
   bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
   `class X extends Y {`, `if (json) {`, `static params = [` or `new Class({` was at the hole), a text must give that
-  opener back (`_lost_opener`, `_gives_back`). The file without the text is broken there, and a text that leaves it
+  opener back (`brackets.lost_opener`, `brackets.gives_back`). The file without the text is broken there, and a text that leaves it
   as broken adds no error, so no error count refuses it;
 - a text must leave no more line-leading `}` from the hole on indented deeper than the `{` they close, or closing
   none, than there were (`misaligned_closers(deeper=True)`): a `}` that ends a block early, which the window's error
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import (PAIRS, block_end, ends_in_literal, indent_width, line_closers,
+from dg_lsp.completion.brackets import (PAIRS, ends_in_literal, gives_back, indent_width, lost_opener,
                                         misaligned_closers, open_counts, open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
@@ -96,13 +96,13 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
     cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on after
     `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`); `prefix_truncated`: it starts before `prefix`
-    (`_lost_opener`). Unknown languages pass unchecked."""
+    (`brackets.lost_opener`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     # the brackets' rules, outside Python, where the hole is not inside a string or comment (where the scan's reading
     # of the text after the hole is the literal's, which the text may end)
     structural = language != "python" and not ends_in_literal(prefix, language)
-    lost = _lost_opener(prefix, suffix, language, prefix_truncated) if structural else None
+    lost = lost_opener(prefix, suffix, language, prefix_truncated) if structural else None
     aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True) if structural else None
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
@@ -111,7 +111,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         # a text that leaves the hole's block without the opener it lost, or closes a block early, breaks in every
         # reading; else it is shown where either reading shows it; the second is built only where the first refuses
         nonlocal closed
-        if lost is not None and not _gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
+        if lost is not None and not gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
             return True
         if aligned is not None and misaligned_closers(prefix + candidate + suffix, language, len(prefix), True) > aligned:
             return True
@@ -140,45 +140,6 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         if not breaks(cut):
             return cut
     return ""
-
-
-def _lost_opener(prefix: str, suffix: str, language: str,
-                 prefix_truncated: bool) -> tuple[int, tuple[str, int | None]] | None:
-    """The line-leading closer that ends the block the hole lies in, as (its offset in `prefix + suffix`, the opener it
-    must meet: (bracket, the indentation of a `{`'s line, or None for any)), where the hole lost that block's opener
-    or left a bracket open: the closer meets a bracket of another kind (`  ]` under a class's `{`: `static params = [`
-    was at the hole; `}` under a call's `(` the hole left open), a `}` is indented deeper than the `{` it closes (a
-    block's around it: `if (json) {` or `new Class({` was at the hole), or, in a window that starts the file, nothing
-    is open there (`class InstallTest extends Install {`). A text must then give that opener back (`_gives_back`).
-    None where the block's end stands, lies past the window, or does not start its line, and in Python. A `}` indented
-    less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this."""
-    if language == "python":
-        return None
-    whole = prefix + suffix
-    end, meets = block_end(whole, len(prefix), language) or (0, None)
-    closer = whole[end:end + 1]
-    if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
-        return None
-    indent = end - whole.rfind("\n", 0, end) - 1
-    if meets is None:
-        return None if prefix_truncated else (end, (PAIRS[closer], None))
-    if meets[0] != PAIRS[closer]:
-        return end, (PAIRS[closer], None)
-    if closer == "}" and indent > meets[1]:
-        return end, ("{", indent)
-    return None
-
-
-def _gives_back(text: str, at: int, opener: tuple[str, int], language: str) -> bool:
-    """Whether the closer at offset `at` of `text` (a text in its hole) meets `opener` (`_lost_opener`: a bracket of
-    its kind, a `{` at the given indentation), and each closer after it on its line one of its own kind: `foo({` over
-    `})`, not `if (x) {`. Not where the text put that closer inside a string or comment."""
-    closers = line_closers(text, at, language)
-    if not closers or closers[0][0] != at:
-        return False
-    (_, _, meets), *rest = closers
-    return (meets is not None and meets[0] == opener[0] and opener[1] in (None, meets[1])
-            and all(met is not None and met[0] == PAIRS[closer] for _, closer, met in rest))
 
 
 def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | None, truncated: bool):

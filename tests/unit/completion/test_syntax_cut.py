@@ -227,7 +227,7 @@ def test_a_text_that_opens_a_block_whose_closer_is_below_is_shown(method):
     assert _shown_js(prefix, suffix, "se {\n") == "se {"
     assert _shown_js(prefix, suffix, "se if (x) {\n") == "se if (x) {"
     # one brace too many breaks the file whatever the scope reaches, and its clean start `se` leaves the else's body
-    # without the opener the hole lost (`gate._lost_opener`): nothing is shown
+    # without the opener the hole lost (`brackets.lost_opener`): nothing is shown
     assert _shown_js(prefix, suffix, "se {{\n") == ""
 
 
@@ -452,7 +452,7 @@ def test_a_region_left_without_errors_counts_only_where_the_brackets_stay_as_the
     assert not _mends(region[0], "); {", region[1], "javascript")
 
 
-# -- a hole that lost its block's opener (`gate._lost_opener`) ---------------------------------------------------
+# -- a hole that lost its block's opener (`brackets.lost_opener`) ---------------------------------------------------
 _INSTALL_TEST = ("const Install = require('./install.js')\n\n",
                  "  static description = 'Install package(s) and run tests'\n  static name = 'install-test'\n\n"
                  "  async exec (args) {\n    await this.npm.exec('install', args)\n  }\n}\n\n"
