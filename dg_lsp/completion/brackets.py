@@ -118,10 +118,16 @@ def lost_opener(prefix: str, suffix: str, language: str,
     if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
         return None
     indent = end - whole.rfind("\n", 0, end) - 1
+    if meets is not None and meets[0] != PAIRS[closer]:
+        return end, (PAIRS[closer], None)
+    # a lost block's body lies between the hole and its closer, indented deeper than the closer; where the next line
+    # is not, the block lost its opener elsewhere (a brace deleted lines above), and the hole need not give it back
+    lines = whole[len(prefix):end].split("\n")  # from the hole on; the first is the rest of its line, if it has text
+    body = next((line for line in lines[0 if prefix.endswith("\n") or not prefix else 1:] if line.strip()), "")
+    if len(body) - len(body.lstrip(" \t")) <= indent:
+        return None
     if meets is None:
         return None if prefix_truncated else (end, (PAIRS[closer], None))
-    if meets[0] != PAIRS[closer]:
-        return end, (PAIRS[closer], None)
     if closer == "}" and indent > meets[1]:
         return end, ("{", indent)
     return None

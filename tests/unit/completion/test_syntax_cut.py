@@ -537,3 +537,10 @@ def test_the_bracket_rules_stand_aside_where_the_hole_is_inside_a_string():
     suffix = "\n      }\n    }\n  }\n}\n\nmodule.exports = Access\n"
     text = "m}: ${outputs[item]}`)"
     assert clean_cut(text, prefix, suffix, "javascript", prefix_truncated=True) == text
+
+
+def test_a_block_that_lost_its_opener_above_the_hole_asks_nothing_of_a_line_at_its_end():
+    # `  if (a) {` deleted lines above: the if's `}` closes the function's `{`, but no body lies between the hole and
+    # that `}`, so the hole did not lose it: a body line at its end is shown, as before the lost-opener rule
+    prefix, suffix = "function f (a) {\n  a.w()\n    a.y()\n", "  }\n  return a\n}\n"
+    assert clean_cut("    a.z()\n", prefix, suffix, "javascript", prefix_truncated=False) == "    a.z()\n"
