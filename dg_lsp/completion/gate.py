@@ -24,7 +24,9 @@ brackets' rules, which read the code as `brackets` scans it):
   as broken adds no error, so no error count refuses it;
 - a text must leave no more line-leading `}` from the hole on indented deeper than the `{` they close, or closing
   none, than there were (`misaligned_closers(deeper=True)`): a `}` that ends a block early, which the window's error
-  count misses where the lines below, past the block, read as valid code.
+  count misses where the lines below, past the block, read as valid code;
+- in the languages whose blocks indent their bodies (not C and C++: `namespace x {`), a text must not end its line
+  opening a `{` over a next line indented no deeper that does not close it (`_opens_a_block_over_its_level`).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
@@ -114,6 +116,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         if lost is not None and not gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
             return True
         if aligned is not None and misaligned_closers(prefix + candidate + suffix, language, len(prefix), True) > aligned:
+            return True
+        if structural and language in _INDENTED and _opens_a_block_over_its_level(prefix, candidate, suffix, language):
             return True
         if not as_it_is(candidate):
             return False
@@ -309,6 +313,28 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
     extra = next((i for i, (_, offset, _) in enumerate(still) if offset not in without), len(still))
     tail = _closers(still[extra:])
     return window_suffix + tail + ("\n" if tail else "")
+
+
+# brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
+# unindented)
+_INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
+
+
+def _opens_a_block_over_its_level(prefix: str, text: str, suffix: str, language: str) -> bool:
+    """Whether `text` ends its line opening a `{` (left open after it) over a next code line that is indented no deeper
+    and does not close it: a block header put over statements of its own level (`qrcode.modules.forEach(function
+    (row) {` over `var borderTop = ...`, `edTarget) {` over the next `if`), whose `}` nothing in its place gives."""
+    head = (prefix + text).rstrip()
+    if not head.endswith("{") or heads_deeper_lines(prefix, text, suffix):
+        return False
+    spans = open_spans(head, language)
+    if not spans or spans[-1][1] != len(head) - 1:
+        return False  # the `{` is in a string or comment, or closed
+    rest, *lines = (prefix + text + suffix)[len(head):].split("\n")
+    if rest.strip():
+        return False  # the line goes on after the `{` (an auto-paired `}` or `)`): not a block's header alone
+    below = next((line for line in lines if line.strip()), None)
+    return below is not None and not below.lstrip().startswith("}")
 
 
 def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:

@@ -544,3 +544,20 @@ def test_a_block_that_lost_its_opener_above_the_hole_asks_nothing_of_a_line_at_i
     # that `}`, so the hole did not lose it: a body line at its end is shown, as before the lost-opener rule
     prefix, suffix = "function f (a) {\n  a.w()\n    a.y()\n", "  }\n  return a\n}\n"
     assert clean_cut("    a.z()\n", prefix, suffix, "javascript", prefix_truncated=False) == "    a.z()\n"
+
+
+def test_a_block_header_over_lines_of_its_own_level_is_not_shown():
+    # a `{` left open at the end of the text over a next line indented no deeper: nothing gives its `}` where the
+    # window ends before the function does (npm's qrcode-terminal; zod's `if (normaliz|` + `edTarget) {`)
+    body = "".join(f"  var row{i} = render(platte, {i})\n" for i in range(120))
+    prefix, suffix = "function draw (qrcode, platte) {\n  qrcode.make()\n", "  var top = 1\n" + body + "}\n"
+    assert _shown_js(prefix, suffix, "  var size = qrcode.size\n") == "  var size = qrcode.size\n"
+    assert _shown_js(prefix, suffix, "  qrcode.modules.forEach(function (row) {\n") == ""
+    # an opener over deeper lines, or over its own `}`, is a block with its body: shown
+    assert _shown_js(prefix, "    var top = 1\n  })\n" + body + "}\n",
+                     "  qrcode.modules.forEach(function (row) {\n") == "  qrcode.modules.forEach(function (row) {\n"
+    assert clean_cut("  if (qrcode.empty) {\n", prefix, "  }\n  var top = 1\n}\n", "javascript",
+                     prefix_truncated=False) == "  if (qrcode.empty) {\n"
+    prefix = "class G {\n  constructor (params) {\n    let target = params.target\n    if (targ"
+    suffix = "\n    if (target === 'draft-7') target = 'draft-07'\n" + body.replace("  ", "    ") + "  }\n}\n"
+    assert _shown_js(prefix, suffix, "et) {") == "et)"  # its clean start, a condition over the next line
