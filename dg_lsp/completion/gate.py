@@ -26,7 +26,9 @@ brackets' rules, which read the code as `brackets` scans it):
   none, than there were (`misaligned_closers(deeper=True)`): a `}` that ends a block early, which the window's error
   count misses where the lines below, past the block, read as valid code;
 - in the languages whose blocks indent their bodies (not C and C++: `namespace x {`), a text must not end its line
-  opening a `{` over a next line indented no deeper that does not close it (`_opens_a_block_over_its_level`).
+  opening a `{` over a next line indented no deeper that does not close it (`_opens_a_block_over_its_level`);
+- no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
+  however many errors elsewhere it mends (`sync function run() {` in a class body).
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;
@@ -118,6 +120,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         if aligned is not None and misaligned_closers(prefix + candidate + suffix, language, len(prefix), True) > aligned:
             return True
         if structural and language in _INDENTED and _opens_a_block_over_its_level(prefix, candidate, suffix, language):
+            return True
+        if structural and _error_inside(prefix, candidate, suffix, language):
             return True
         if not as_it_is(candidate):
             return False
@@ -318,6 +322,15 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
 # unindented)
 _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
+
+
+def _error_inside(prefix: str, text: str, suffix: str, language: str) -> bool:
+    """Whether tree-sitter puts an ERROR node that starts inside `text` (after its first character) in the window
+    with it: the text itself does not parse where it stands (`sync function run() {` in a class body), however many
+    errors elsewhere it mends."""
+    start = len(prefix.encode("utf-8"))
+    end = start + len(text.rstrip().encode("utf-8"))
+    return any(kind == "ERROR" and start < a < end for kind, a, _ in error_spans(prefix + text + suffix, language))
 
 
 def _opens_a_block_over_its_level(prefix: str, text: str, suffix: str, language: str) -> bool:

@@ -561,3 +561,13 @@ def test_a_block_header_over_lines_of_its_own_level_is_not_shown():
     prefix = "class G {\n  constructor (params) {\n    let target = params.target\n    if (targ"
     suffix = "\n    if (target === 'draft-7') target = 'draft-07'\n" + body.replace("  ", "    ") + "  }\n}\n"
     assert _shown_js(prefix, suffix, "et) {") == "et)"  # its clean start, a condition over the next line
+
+
+def test_a_text_that_does_not_parse_where_it_stands_is_not_shown_for_the_errors_it_mends():
+    # npm's prune.js: `a|` over a method's body. Without the text the body reads as class members (four errors);
+    # `sync function run() {` leaves one, on `run`, inside the text: fewer errors, but the text's own
+    prefix = "class Prune extends ArboristCmd {\n  static usage = ['[[<@scope>/]<pkg>...]']\n\n  a"
+    suffix = ("\n    const where = this.npm.prefix\n    const opts = {\n      ...this.npm.flatOptions,\n"
+              "      path: where,\n    }\n    await arb.prune(opts)\n  }\n}\n\nmodule.exports = Prune\n")
+    assert _shown_js(prefix, suffix, "sync exec () {") == "sync exec () {"
+    assert _shown_js(prefix, suffix, "sync function run() {") == ""
