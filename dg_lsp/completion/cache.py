@@ -22,7 +22,7 @@ _CHECK_CHARS = 512
 class SuggestionContext:
     doc_key: str | None
     prefix: str  # document text from the window's anchor to the cursor
-    suffix: str  # document text after the cursor (the suffix window)
+    suffix: str  # document text after the cursor (the syntax gate's window, which holds the model's)
     cursor: int  # offset of the cursor in the document
     variant: tuple  # everything else that shapes the answer (settings, trigger kind)
 

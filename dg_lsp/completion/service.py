@@ -110,7 +110,8 @@ class CompletionService:
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
         variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.start_slots, s.seed, s.deadline_ms, s.length_strategy,
                    s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
-        suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.suffix, ctx.cursor, variant)
+        # keyed on the gate's window after the hole (it holds the model's): the shown text was judged in it
+        suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.judge_suffix or ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:

@@ -18,6 +18,11 @@ from dg_lsp.context.scopes import REACH_ABOVE, REACH_BELOW, Scope, find_scopes
 from dg_lsp.context.windows import CHARS_PER_TOKEN, stable_prefix, suffix_window
 
 
+# the syntax gate's window after the hole, in tokens (estimated): longer than the model's suffix (256), so that the
+# closers of the blocks around the hole are there to judge a suggestion by (docs/results/gate-lost-opener.md)
+JUDGE_TOKENS = 2048
+
+
 @dataclass(frozen=True)
 class CodeContext:
     """What the completion engine needs to know about the text around a hole.
@@ -46,6 +51,10 @@ class CodeContext:
     start: tuple[int, int]
     end: tuple[int, int]
     cursor: int
+    # the longer window after the hole that the syntax gate judges a suggestion in (``JUDGE_TOKENS``, estimated):
+    # it starts with ``suffix``, and reaches the closers of blocks longer than the model's window
+    judge_suffix: str = ""
+    judge_truncated: bool = False
 
 
 def extract_context(
@@ -58,6 +67,7 @@ def extract_context(
     suffix_budget: int = 256,
     count_tokens: Callable[[str], int] | None = None,
     stride: int | None = None,
+    judge_budget: int = JUDGE_TOKENS,
 ) -> CodeContext:
     """Context for a cursor at (line, column), or a selection up to ``end``, all 0-based.
 
@@ -70,7 +80,7 @@ def extract_context(
     """
     first_line = min(line, end[0]) if end is not None else line
     last_line = max(line, end[0]) if end is not None else line
-    reach = (REACH_ABOVE + 1, _reach(suffix_budget, REACH_BELOW))
+    reach = (REACH_ABOVE + 1, _reach(max(suffix_budget, judge_budget), REACH_BELOW))
     doc = DocumentLines(text, (first_line, last_line), reach)
     language = normalize_language(language_id)
     start = doc.clamp(line, column)
@@ -90,6 +100,9 @@ def extract_context(
     budget = int(max(prefix_budget, 0) * CHARS_PER_TOKEN)
     prefix, cursor = stable_prefix(text, start[0], start[1], budget, stride)
     suffix = suffix_window(doc, stop, max(suffix_budget, 0), count_tokens)
+    judge = suffix_window(doc, stop, max(judge_budget, 0))
+    if len(judge.text) < len(suffix.text):
+        judge = suffix
     return CodeContext(
         prefix=prefix,
         suffix=suffix.text,
@@ -107,6 +120,8 @@ def extract_context(
         start=start,
         end=stop,
         cursor=cursor,
+        judge_suffix=judge.text,
+        judge_truncated=judge.truncated,
     )
 
 

@@ -41,9 +41,9 @@ def _gate(task, text: str) -> str:
     from dg_lsp.completion.gate import clean_cut, scope_window
 
     view = editor_view(task, 1024)
-    suffix = view.ctx.suffix
+    suffix = view.ctx.judge_suffix  # as `postprocess.finish_suggestion` judges
     return clean_cut(text, view.prefix, suffix, view.ctx.language, scope_window(view.prefix, suffix, view.ctx),
-                     view.ctx.suffix_truncated, prefix_truncated=view.ctx.prefix_truncated)
+                     view.ctx.judge_truncated, prefix_truncated=view.ctx.prefix_truncated)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:

@@ -325,9 +325,14 @@ def test_a_block_opener_whose_method_ends_past_the_window_is_shown(methods_above
 
 
 def test_past_the_window_the_text_must_close_its_own_brackets_and_mend_the_closers_below():
-    # the else's body runs past the window: the text's own brace is open at the window's end, so nothing vouches for it
-    prefix, suffix = _installer(60, "".join(f"          this.log(err, {i})\n" for i in range(80)))
+    # the else's body runs past the gate's window: the text's own brace is open at the window's end, so nothing
+    # vouches for it
+    prefix, suffix = _installer(60, "".join(f"          this.log(err, {i})\n" for i in range(400)))
     assert _shown_js(prefix, suffix, "se {\n") == "se"
+    # a body past the model's window (256 tokens) but inside the gate's (`CodeContext.judge_suffix`, 2048): its `}`
+    # is there to vouch for the brace (before session 36 the gate judged in the model's window, and refused it)
+    prefix, suffix = _installer(60, "".join(f"          this.log(err, {i})\n" for i in range(80)))
+    assert _shown_js(prefix, suffix, "se {\n") == "se {"
     # an opener over deeper lines where every closer below was in line already supplies no missing opener
     rest = "".join(f"    const value{i} = this.compute(args, {i})\n" for i in range(80)) + "    return true\n  }\n}\n"
     prefix = "class Installer {\n  async exec (args) {\n    const forced = this.forced\n    "

@@ -218,3 +218,16 @@ def test_lone_carriage_returns_are_line_breaks_but_form_feeds_are_not():
     assert ctx.line_prefix == "b = 2\x0cc"
     assert ctx.prefix == "a = 1\rb = 2\x0cc"
     assert ctx.suffix == " = 3\rd = 4"
+
+
+def test_the_gates_window_holds_the_suffix_and_reaches_further():
+    cursor = (DEF_LINE + 8, 4)
+    ctx = extract_context(SOURCE, "python", *cursor, suffix_budget=30, judge_budget=200)
+    assert ctx.suffix_truncated and ctx.judge_suffix.startswith(ctx.suffix)
+    assert ctx.judge_suffix.endswith("    return s_11 + third_  # done!!\n" + "\n" + "\n".join(TAIL[:14]) + "\n")
+    # the document's end: both windows end with it
+    whole = extract_context(SOURCE, "python", *cursor, suffix_budget=30, judge_budget=10_000)
+    assert not whole.judge_truncated and SOURCE.endswith(whole.judge_suffix)
+    # a judge budget below the model's never gives a shorter window than the model's
+    short = extract_context(SOURCE, "python", *cursor, suffix_budget=30, judge_budget=5)
+    assert short.judge_suffix == short.suffix and short.judge_truncated
