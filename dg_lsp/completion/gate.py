@@ -15,13 +15,13 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
-Two rules come before every reading, outside Python and where the hole is not inside a string or comment (the
-brackets' rules, which read the code as `brackets` scans it):
+Four rules come before every reading, outside Python and where the hole is not inside a string or comment
+(`_breaks_structure`; the first two read the code as `brackets` scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
   bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
   `class X extends Y {`, `if (json) {`, `static params = [` or `new Class({` was at the hole), a text must give that
-  opener back (`brackets.lost_opener`, `brackets.gives_back`). The file without the text is broken there, and a text that leaves it
-  as broken adds no error, so no error count refuses it;
+  opener back (`brackets.lost_opener`, `brackets.gives_back`). The file without the text is broken there, and a
+  text that leaves it as broken adds no error, so no error count refuses it;
 - a text must leave no more line-leading `}` from the hole on indented deeper than the `{` they close, or closing
   none, than there were (`misaligned_closers(deeper=True)`): a `}` that ends a block early, which the window's error
   count misses where the lines below, past the block, read as valid code;
@@ -112,16 +112,10 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
     def breaks(candidate: str) -> bool:
-        # a text that leaves the hole's block without the opener it lost, or closes a block early, breaks in every
-        # reading; else it is shown where either reading shows it; the second is built only where the first refuses
+        # a text that breaks the brace languages' rules breaks in every reading; else it is shown where either
+        # reading shows it; the second is built only where the first refuses a text
         nonlocal closed
-        if lost is not None and not gives_back(prefix + candidate + suffix, lost[0] + len(candidate), lost[1], language):
-            return True
-        if aligned is not None and misaligned_closers(prefix + candidate + suffix, language, len(prefix), True) > aligned:
-            return True
-        if structural and language in _INDENTED and _opens_a_block_over_its_level(prefix, candidate, suffix, language):
-            return True
-        if structural and _error_inside(prefix, candidate, suffix, language):
+        if structural and _breaks_structure(prefix, candidate, suffix, language, lost, aligned):
             return True
         if not as_it_is(candidate):
             return False
@@ -322,6 +316,21 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
 # unindented)
 _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
+
+
+def _breaks_structure(prefix: str, text: str, suffix: str, language: str, lost, aligned: int) -> bool:
+    """The four rules of the module's docstring for a text outside Python: it leaves the hole's block without the
+    opener the hole lost (`lost`: `brackets.lost_opener` of the window without it), closes a block early (more
+    closers out of line than the window's `aligned` count), opens a block over lines of its own level, or does not
+    parse where it stands."""
+    whole = prefix + text + suffix
+    if lost is not None and not gives_back(whole, lost[0] + len(text), lost[1], language):
+        return True
+    if misaligned_closers(whole, language, len(prefix), deeper=True) > aligned:
+        return True
+    if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
+        return True
+    return _error_inside(prefix, text, suffix, language)
 
 
 def _error_inside(prefix: str, text: str, suffix: str, language: str) -> bool:

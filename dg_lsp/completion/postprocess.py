@@ -219,6 +219,8 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:
         return text
-    suffix, truncated = (ctx.judge_suffix, ctx.judge_truncated) if ctx.judge_suffix else (ctx.suffix, ctx.suffix_truncated)
+    # the gate judges in its own window after the hole, which holds the model's and reaches further
+    suffix, truncated = ((ctx.judge_suffix, ctx.judge_truncated) if ctx.judge_suffix
+                         else (ctx.suffix, ctx.suffix_truncated))
     return clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)

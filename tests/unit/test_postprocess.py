@@ -1,7 +1,8 @@
 """Post-processing of a raw fill (completion/postprocess.py) and the production path through it
 (`completion.postprocess.finish_suggestion` on a real `extract_context`, as `CompletionService` calls it)."""
 
-from dg_lsp.completion.brackets import block_end, ends_in_literal, line_closers, misaligned_closers, open_brackets, open_counts, open_spans
+from dg_lsp.completion.brackets import (block_end, ends_in_literal, line_closers, misaligned_closers, open_brackets,
+                                        open_counts, open_spans)
 from dg_lsp.completion.postprocess import (cut_to_block, drop_closers_the_suffix_has, finish, finish_suggestion,
                                            strip_control, trim_suffix_overlap)
 from dg_lsp.context import extract_context

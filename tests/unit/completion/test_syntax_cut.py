@@ -465,9 +465,10 @@ _INSTALL_TEST = ("const Install = require('./install.js')\n\n",
 _OUTDATED = ("class Outdated {\n  async exec () {\n    const outdated = this.list()\n\n",
              "      output.buffer(this.json(outdated))\n      return\n    }\n\n    output.standard(outdated)\n  }\n}\n")
 
-_ADDUSER = ("class AddUser extends BaseCommand {\n  async exec () {\n    const scope = this.npm.config.get('scope')\n\n",
-            "      ...this.npm.flatOptions,\n      creds,\n      registry,\n    })\n\n    output.standard(message)\n  }\n}\n\n"
-            "module.exports = AddUser\n")
+_ADDUSER = ("class AddUser extends BaseCommand {\n  async exec () {\n"
+            "    const scope = this.npm.config.get('scope')\n\n",
+            "      ...this.npm.flatOptions,\n      creds,\n      registry,\n    })\n\n"
+            "    output.standard(message)\n  }\n}\n\nmodule.exports = AddUser\n")
 
 _TEST = ("const LifecycleCmd = require('../lifecycle-cmd.js')\n\nclass Test extends LifecycleCmd {\n"
          "  static name = 'test'\n",
