@@ -61,6 +61,21 @@ def ends_in_literal(text: str, language: str | None = None) -> bool:
     return next(reversed(list(_brackets(text + "(", language))), None) != (len(text), "(")
 
 
+def first_unopened_closer(text: str, start: int, language: str | None = None) -> int | None:
+    """The offset of the first closer from offset `start` on that meets nothing open (as `open_brackets` scans `text`
+    from its start): in a window that starts inside a block, the closer of a block opened above it."""
+    stack: list[str] = []
+    for i, ch in _brackets(text, language):
+        if ch in "([{":
+            stack.append(ch)
+        elif stack:
+            if stack[-1] == PAIRS[ch]:
+                stack.pop()
+        elif i >= start:
+            return i
+    return None
+
+
 def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tuple[str, int] | None] | None:
     """The first closer after offset `at` that meets the brackets open at `at`, not one opened after it (the end of the
     innermost block `at` lies in, whatever the closer matches), as (its offset, what it meets: as

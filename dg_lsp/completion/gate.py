@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import (PAIRS, ends_in_literal, gives_back, indent_width, lost_opener,
-                                        misaligned_closers, open_counts, open_spans)
+from dg_lsp.completion.brackets import (PAIRS, ends_in_literal, first_unopened_closer, gives_back, indent_width,
+                                        lost_opener, misaligned_closers, open_counts, open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
@@ -395,6 +395,34 @@ def _top_level_lines(above: list[str], below: list[str]) -> tuple[int, int]:
     down = next((j - 1 for j in range(1, len(below)) if starts(below[j]) and below[j][0] not in ")]}"),
                 len(below) - 1)
     return up, down
+
+
+def judge_window(prefix: str, ctx) -> tuple[str, bool]:
+    """The suffix the gate judges a suggestion in, and whether the document goes on after it: the model's window and,
+    past it, the context's longer one (`CodeContext.judge_suffix`) up to the next top-level statement (a line that
+    starts at column 0 with code other than a closer), so that the closers of the blocks around the hole are in it
+    and the window still ends where a statement does (a window cut inside a later statement can read as one error
+    across it all: zod's `to-json-schema.ts`). Where the window starts inside a block, the part past the model's
+    window ends before the line of the first closer of a block opened above the window, which the window reads as
+    closing nothing, with the text or without it (npm's install.js at `} e|`: its class's `}`)."""
+    suffix, longer = ctx.suffix, getattr(ctx, "judge_suffix", "") or ctx.suffix
+    if len(longer) <= len(suffix):
+        return suffix, ctx.suffix_truncated
+    cut = None if ctx.language in ("c", "cpp") else next(  # C's column 0 holds a namespace's code, `#if` lines
+        (m.start() for m in _LINE_START.finditer(longer, len(suffix))
+         if longer[m.start():m.start() + 1] not in _NOT_A_STATEMENT), None)
+    if ctx.prefix_truncated or prefix != ctx.prefix:
+        end = first_unopened_closer(prefix + longer, len(prefix) + len(suffix), ctx.language)
+        if end is not None:
+            line = (prefix + longer).rfind("\n", 0, end) + 1 - len(prefix)
+            cut = line if cut is None else min(cut, line)
+    if cut is None:
+        return longer, ctx.judge_truncated
+    return longer[:max(cut, len(suffix))], True
+
+
+_LINE_START = re.compile(r"^", re.MULTILINE)
+_NOT_A_STATEMENT = set(" \t\r\n)]}")  # a line that starts so does not start a top-level statement (or is empty)
 
 
 def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:

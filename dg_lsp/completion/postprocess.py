@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from dg_lsp.completion.brackets import PAIRS, open_brackets
-from dg_lsp.completion.gate import clean_cut, rank_by_syntax, scope_window
+from dg_lsp.completion.gate import clean_cut, judge_window, rank_by_syntax, scope_window
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
@@ -219,8 +219,6 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:
         return text
-    # the gate judges in its own window after the hole, which holds the model's and reaches further
-    suffix, truncated = ((ctx.judge_suffix, ctx.judge_truncated) if ctx.judge_suffix
-                         else (ctx.suffix, ctx.suffix_truncated))
+    suffix, truncated = judge_window(prefix, ctx)  # the gate's own window after the hole: the model's and more
     return clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)

@@ -38,12 +38,12 @@ SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "
 
 def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
-    from dg_lsp.completion.gate import clean_cut, scope_window
+    from dg_lsp.completion.gate import clean_cut, judge_window, scope_window
 
     view = editor_view(task, 1024)
-    suffix = view.ctx.judge_suffix  # as `postprocess.finish_suggestion` judges
+    suffix, truncated = judge_window(view.prefix, view.ctx)  # as `postprocess.finish_suggestion` judges
     return clean_cut(text, view.prefix, suffix, view.ctx.language, scope_window(view.prefix, suffix, view.ctx),
-                     view.ctx.judge_truncated, prefix_truncated=view.ctx.prefix_truncated)
+                     truncated, prefix_truncated=view.ctx.prefix_truncated)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:

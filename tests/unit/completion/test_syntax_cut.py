@@ -577,3 +577,27 @@ def test_a_text_that_does_not_parse_where_it_stands_is_not_shown_for_the_errors_
               "      path: where,\n    }\n    await arb.prune(opts)\n  }\n}\n\nmodule.exports = Prune\n")
     assert _shown_js(prefix, suffix, "sync exec () {") == "sync exec () {"
     assert _shown_js(prefix, suffix, "sync function run() {") == ""
+
+
+def test_the_gates_window_ends_at_the_next_top_level_statement_and_before_closers_from_above():
+    from dg_lsp.completion.gate import judge_window
+    body = "".join(f"  total += values[{i}]\n" for i in range(40))
+    doc = ("interface Options {\n  target: string;\n  over\n  depth: number;\n}\n\n"
+           "export function sum (values) {\n  let total = 0\n" + body + "  return total\n}\n")
+    line = 2
+    ctx = extract_context(doc, "typescript", line, 6, suffix_budget=4, judge_budget=2048)
+    assert ctx.suffix == "\n" and ctx.judge_suffix.endswith("return total\n}\n")  # the context's window: all of it
+    # the gate's: through the interface's `}`, up to `export function`, which starts a statement at column 0
+    assert judge_window(ctx.prefix, ctx) == ("\n  depth: number;\n}\n\n", True)
+    # a window that starts inside a class: past the model's window, it ends before the class's `}`, which closes a
+    # block opened above the window (it would read as closing nothing, with any text or without one)
+    methods = "".join(f"  m{i} () {{\n    return {i}\n  }}\n\n" for i in range(30))
+    doc = "class Big {\n" + methods + "  last () {\n    return v\n  }\n}\n\nmodule.exports = Big\n"
+    line = doc.count("\n", 0, doc.index("return v"))
+    ctx = extract_context(doc, "javascript", line, 4, prefix_budget=40, suffix_budget=3, judge_budget=2048)
+    assert ctx.prefix_truncated and ctx.suffix == "return v\n"
+    assert judge_window(ctx.prefix, ctx) == ("return v\n  }\n", True)
+    # C and C++ put a namespace's code at column 0: no statement cut there
+    doc = "namespace n {\nint f() {\n  int a = 1;\n  a\n  return a;\n}\nint g() { return 2; }\n}\n"
+    ctx = extract_context(doc, "cpp", 3, 3, suffix_budget=2, judge_budget=2048)
+    assert judge_window(ctx.prefix, ctx) == (ctx.judge_suffix, False)
