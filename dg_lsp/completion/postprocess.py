@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from dg_lsp.completion.brackets import PAIRS, open_brackets
-from dg_lsp.completion.gate import clean_cut, judge_window, rank_by_syntax, scope_window
+from dg_lsp.completion.gate import clean_cut, rank_by_syntax
+from dg_lsp.completion.gate_windows import judge_window, scope_window
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's

@@ -38,7 +38,8 @@ SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "
 
 def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
-    from dg_lsp.completion.gate import clean_cut, judge_window, scope_window
+    from dg_lsp.completion.gate import clean_cut
+    from dg_lsp.completion.gate_windows import judge_window, scope_window
 
     view = editor_view(task, 1024)
     suffix, truncated = judge_window(view.prefix, view.ctx)  # as `postprocess.finish_suggestion` judges

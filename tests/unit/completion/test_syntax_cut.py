@@ -580,7 +580,7 @@ def test_a_text_that_does_not_parse_where_it_stands_is_not_shown_for_the_errors_
 
 
 def test_the_gates_window_ends_at_the_next_top_level_statement_and_before_closers_from_above():
-    from dg_lsp.completion.gate import judge_window
+    from dg_lsp.completion.gate_windows import judge_window
     body = "".join(f"  total += values[{i}]\n" for i in range(40))
     doc = ("interface Options {\n  target: string;\n  over\n  depth: number;\n}\n\n"
            "export function sum (values) {\n  let total = 0\n" + body + "  return total\n}\n")
