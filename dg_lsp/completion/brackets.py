@@ -162,7 +162,8 @@ def gives_back(text: str, at: int, opener: tuple[str, int | None], language: str
 
 def _brackets(text: str, language: str | None):
     """Each bracket of `text` outside string literals, line comments and (JavaScript, TypeScript) regex literals, as
-    (offset, bracket), in order."""
+    (offset, bracket), in order. In Rust a `'` starts a char literal only where one closes it (`'{'`, `'\\n'`): else
+    it is a lifetime or a label (`Bound<'_, PyModule>`), not a string."""
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     regex = language in REGEX_LANGUAGES
     marks = _marks(comments, regex)
@@ -188,7 +189,14 @@ def _brackets(text: str, language: str | None):
                 i = end
                 continue
         quote = next((q for q in QUOTES if text.startswith(q, i)), None)
+        if quote == "'" and language == "rust":  # a char literal, or a lifetime or label (`'_`, `'a:`) that opens none
+            char = _RUST_CHAR.match(text, i)
+            i = char.end() if char else i + 1
+            continue
         i = i + 1 if quote is None else _string_end(text, i, quote)
+
+
+_RUST_CHAR = re.compile(r"'(?:\\(?:u\{[0-9a-fA-F]{1,6}\}|x[0-9a-fA-F]{2}|.)|[^'\\\n])'")
 
 
 @functools.cache

@@ -241,6 +241,16 @@ def test_a_javascript_regex_literal_is_no_comment_and_holds_no_brackets():
     assert open_brackets("x = /[(]/", "python") == ["[", "("]
 
 
+def test_a_rust_lifetime_is_no_string_and_a_char_literal_holds_no_bracket():
+    # pydantic-core's `fn module_init(m: &Bound<'_, PyModule>) -> PyResult<()> {`: read as a string from `'_`, its
+    # `{` was lost to the scan
+    assert open_brackets("fn f(m: &Bound<'_, PyModule>) -> R<()> {", "rust") == ["{"]
+    assert open_brackets("'outer: loop {", "rust") == ["{"]
+    assert open_brackets("let c = '{'; let n = '\\n'; let u = '\\u{1F600}'; f(", "rust") == ["("]
+    # elsewhere a `'` still opens a string
+    assert open_brackets("x = '{' + f(", "javascript") == ["("]
+
+
 def test_a_blocks_end_and_the_bracket_its_closer_meets():
     text = "f() {\n  if (a) {\n    x(1)\n  }\n  y()\n}\n"
     at = text.index("    x(1)")
