@@ -121,8 +121,11 @@ def lost_opener(prefix: str, suffix: str, language: str,
     must meet: (bracket, the indentation of a `{`'s line, or None for any)), where the hole lost that block's opener
     or left a bracket open: the closer meets a bracket of another kind (`  ]` under a class's `{`: `static params = [`
     was at the hole; `}` under a call's `(` the hole left open), a `}` is indented deeper than the `{` it closes (a
-    block's around it: `if (json) {` or `new Class({` was at the hole), or, in a window that starts the file, nothing
-    is open there (`class InstallTest extends Install {`). A text must then give that opener back (`gives_back`).
+    block's around it: `if (json) {` or `new Class({` was at the hole), or nothing is open there: in a window that
+    starts the file (`class InstallTest extends Install {`), or in one that starts inside a block whose closer this
+    is, where the code line above the hole is indented no deeper than the closer (the block's body is below the
+    hole, not around it: `public View getView() {` under `@Override`). A text must then give that opener back
+    (`gives_back`).
     None where the block's end stands, lies past the window, or does not start its line, and in Python. A `}` indented
     less than its `{` is a block still being written (`if (x) {` typed over a function's `}`): not this."""
     if language == "python":
@@ -141,8 +144,11 @@ def lost_opener(prefix: str, suffix: str, language: str,
     body = next((line for line in lines[0 if prefix.endswith("\n") or not prefix else 1:] if line.strip()), "")
     if len(body) - len(body.lstrip(" \t")) <= indent:
         return None
-    if meets is None:
-        return None if prefix_truncated else (end, (PAIRS[closer], None))
+    if meets is None:  # nothing open: in a window that starts the file, nothing at all; else opened above it
+        above = next((line for line in reversed(prefix.split("\n")[:-1]) if line.strip()), None)
+        if prefix_truncated and (above is None or len(above) - len(above.lstrip(" \t")) > indent):
+            return None  # the hole lies in that block's body, under the lines above it
+        return end, (PAIRS[closer], None)
     if closer == "}" and indent > meets[1]:
         return end, ("{", indent)
     return None

@@ -601,3 +601,17 @@ def test_the_gates_window_ends_at_the_next_top_level_statement_and_before_closer
     doc = "namespace n {\nint f() {\n  int a = 1;\n  a\n  return a;\n}\nint g() { return 2; }\n}\n"
     ctx = extract_context(doc, "cpp", 3, 3, suffix_budget=2, judge_budget=2048)
     assert judge_window(ctx.prefix, ctx) == (ctx.judge_suffix, False)
+
+
+def test_a_window_that_starts_inside_a_class_still_asks_for_a_lost_method_header():
+    # cordova-android's SystemWebViewEngine.java: `public View getView() {` lost under `@Override`, in a window that
+    # starts inside the class. The method's `}` closes nothing in the window; the line above the hole is at its level,
+    # so the body below is the lost method's, not the hole's
+    prefix = "  parent () {\n    return this.parent\n  }\n\n"
+    suffix = "    return this.view\n  }\n\n  other () {\n    return 1\n  }\n}\n"
+    right, wrong = "  getView () {\n", "  // the view\n"
+    assert clean_cut(right, prefix, suffix, "javascript", prefix_truncated=True) == right
+    assert clean_cut(wrong, prefix, suffix, "javascript", prefix_truncated=True) == ""
+    # a hole in a body whose block opened above the window: the line above is deeper than the closer
+    prefix, suffix = "    const a = 1\n", "    return a\n  }\n"
+    assert clean_cut("    const b = 2\n", prefix, suffix, "javascript", prefix_truncated=True) == "    const b = 2\n"
