@@ -17,7 +17,7 @@ where any reading shows it. Outside Python, a text after which the window or the
 had some, and the same brackets open, is shown (`_mends`).
 
 Four rules come before every reading, outside Python and where the hole is not inside a string or comment
-(`_breaks_structure`; the first two read the code as `brackets` scans it):
+(`_structure_judge`; the first two read the code as `brackets` scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
   bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
   `class X extends Y {`, `if (json) {`, `static params = [` or `new Class({` was at the hole), a text must give that
@@ -104,11 +104,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     (`brackets.lost_opener`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
-    # the brackets' rules, outside Python, where the hole is not inside a string or comment (where the scan's reading
-    # of the text after the hole is the literal's, which the text may end)
-    structural = language != "python" and not ends_in_literal(prefix, language)
-    lost = lost_opener(prefix, suffix, language, prefix_truncated) if structural else None
-    aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True) if structural else None
+    structure = _structure_judge(prefix, suffix, language, prefix_truncated)
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
@@ -116,7 +112,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         # a text that breaks the brace languages' rules breaks in every reading; else it is shown where either
         # reading shows it; the second is built only where the first refuses a text
         nonlocal closed
-        if structural and _breaks_structure(prefix, candidate, suffix, language, lost, aligned):
+        if structure is not None and structure(candidate):
             return True
         if not as_it_is(candidate):
             return False
@@ -319,19 +315,27 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
 _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
 
 
-def _breaks_structure(prefix: str, text: str, suffix: str, language: str, lost, aligned: int) -> bool:
-    """The four rules of the module's docstring for a text outside Python: it leaves the hole's block without the
-    opener the hole lost (`lost`: `brackets.lost_opener` of the window without it), closes a block early (more
-    closers out of line than the window's `aligned` count), opens a block over lines of its own level, or does not
-    parse where it stands."""
-    whole = prefix + text + suffix
-    if lost is not None and not gives_back(whole, lost[0] + len(text), lost[1], language):
-        return True
-    if misaligned_closers(whole, language, len(prefix), deeper=True) > aligned:
-        return True
-    if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
-        return True
-    return _error_inside(prefix, text, suffix, language)
+def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool):
+    """The four rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
+    the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
+    than the window has without it), opens a block over lines of its own level, or does not parse where it stands.
+    None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
+    as the literal's, which the text may end)."""
+    if language == "python" or ends_in_literal(prefix, language):
+        return None
+    lost = lost_opener(prefix, suffix, language, prefix_truncated)
+    aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True)
+
+    def breaks(text: str) -> bool:
+        whole = prefix + text + suffix
+        if lost is not None and not gives_back(whole, lost[0] + len(text), lost[1], language):
+            return True
+        if misaligned_closers(whole, language, len(prefix), deeper=True) > aligned:
+            return True
+        if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
+            return True
+        return _error_inside(prefix, text, suffix, language)
+    return breaks
 
 
 def _error_inside(prefix: str, text: str, suffix: str, language: str) -> bool:

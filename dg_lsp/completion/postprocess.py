@@ -220,6 +220,12 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:
         return text
-    suffix, truncated = judge_window(prefix, ctx)  # the gate's own window after the hole: the model's and more
+    return gate_suggestion(text, prefix, ctx)
+
+
+def gate_suggestion(text: str, prefix: str, ctx) -> str:
+    """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
+    window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines."""
+    suffix, truncated = judge_window(prefix, ctx)
     return clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)

@@ -38,13 +38,10 @@ SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "
 
 def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
-    from dg_lsp.completion.gate import clean_cut
-    from dg_lsp.completion.gate_windows import judge_window, scope_window
+    from dg_lsp.completion.postprocess import gate_suggestion
 
     view = editor_view(task, 1024)
-    suffix, truncated = judge_window(view.prefix, view.ctx)  # as `postprocess.finish_suggestion` judges
-    return clean_cut(text, view.prefix, suffix, view.ctx.language, scope_window(view.prefix, suffix, view.ctx),
-                     truncated, prefix_truncated=view.ctx.prefix_truncated)
+    return gate_suggestion(text, view.prefix, view.ctx)  # as `postprocess.finish_suggestion` gates
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:
