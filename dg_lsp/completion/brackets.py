@@ -7,6 +7,7 @@ text gives back the opener its hole lost, whether it closes a block early)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 PAIRS = {")": "(", "]": "[", "}": "{"}  # each closer's opener
@@ -64,33 +65,19 @@ def ends_in_literal(text: str, language: str | None = None) -> bool:
 def first_unopened_closer(text: str, start: int, language: str | None = None) -> int | None:
     """The offset of the first closer from offset `start` on that meets nothing open (as `open_brackets` scans `text`
     from its start): in a window that starts inside a block, the closer of a block opened above it."""
-    stack: list[str] = []
-    for i, ch in _brackets(text, language):
-        if ch in "([{":
-            stack.append(ch)
-        elif stack:
-            if stack[-1] == PAIRS[ch]:
-                stack.pop()
-        elif i >= start:
-            return i
-    return None
+    return next((i for i, ch, _, met in _meetings(text, language) if ch in PAIRS and met is None and i >= start), None)
 
 
 def block_end(text: str, at: int, language: str | None = None) -> tuple[int, tuple[str, int] | None] | None:
     """The first closer after offset `at` that meets the brackets open at `at`, not one opened after it (the end of the
     innermost block `at` lies in, whatever the closer matches), as (its offset, what it meets: as
     `line_closers` gives it). None where `text` has none."""
-    stack: list[tuple[str, int]] = []
     depth = None
-    for i, ch in _brackets(text, language):
+    for i, ch, open_before, met in _meetings(text, language):
         if depth is None and i >= at:
-            depth = len(stack)
-        if ch in "([{":
-            stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
-        elif depth is not None and len(stack) == depth:
-            return i, (stack[-1] if stack else None)
-        elif stack and stack[-1][0] == PAIRS[ch]:
-            stack.pop()
+            depth = open_before
+        if ch in PAIRS and open_before == depth:
+            return i, met
     return None
 
 
@@ -98,21 +85,26 @@ def line_closers(text: str, at: int, language: str | None = None) -> list[tuple[
     """Each closer from offset `at` to the end of its line, with the bracket it meets there (as `open_brackets`
     scans: a mismatched closer closes nothing), as (offset, closer, (bracket, indentation of its line for a `{`,
     else 0)); None where nothing is open. A closer inside a string or comment is none."""
-    stack: list[tuple[str, int]] = []
     end = text.find("\n", at)
     end = len(text) if end < 0 else end
-    met = []
+    return [(i, ch, met) for i, ch, _, met in itertools.takewhile(lambda m: m[0] < end, _meetings(text, language))
+            if ch in PAIRS and i >= at]
+
+
+def _meetings(text: str, language: str | None):
+    """Each bracket of `text` (`_brackets`) as (offset, bracket, how many were open before it, what a closer meets:
+    the innermost open bracket as (bracket, indentation of its line for a `{`, else 0), None where nothing is open
+    or for an opener). A closer closes what it meets where it matches it, else nothing (as `open_brackets`)."""
+    stack: list[tuple[str, int]] = []
     for i, ch in _brackets(text, language):
-        if i >= end:
-            break
         if ch in "([{":
+            yield i, ch, len(stack), None
             stack.append((ch, _line_indent(text, i) if ch == "{" else 0))
             continue
-        if i >= at:
-            met.append((i, ch, stack[-1] if stack else None))
-        if stack and stack[-1][0] == PAIRS[ch]:
+        met = stack[-1] if stack else None
+        yield i, ch, len(stack), met
+        if met is not None and met[0] == PAIRS[ch]:
             stack.pop()
-    return met
 
 
 def lost_opener(prefix: str, suffix: str, language: str,
