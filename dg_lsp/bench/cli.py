@@ -33,7 +33,7 @@ from dg_lsp.bench.options import parse_setting, positive_ints, weight_or_off
 from dg_lsp.bench.quality import executor, report
 from dg_lsp.bench.quality.runners import RunSettings
 from dg_lsp.bench.quality.sources import load_tasks
-from dg_lsp.bench.quality.tasks import HUMANEVAL_SPLITS, KINDS
+from dg_lsp.bench.quality.tasks import CURSORS, HUMANEVAL_SPLITS, KINDS
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -73,6 +73,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="no token healing: prompts end exactly at the cursor, even right after a line break")
     g.add_argument("--lsp-setting", action="append", type=parse_setting, default=[], metavar="KEY=VALUE",
                    help="extra dgLsp server setting for --via lsp (value parsed as JSON), e.g. maxLines=30")
+    g.add_argument("--cursor", choices=CURSORS, default="next-line",
+                   help="where the editor's cursor is at a hole of whole lines: at the start of the line after it "
+                        "(the default: text after the cursor, a one-line suggestion), or on a blank line opened "
+                        "there at its first line's indentation, as after Enter (tasks.on_a_blank_line)")
     g.add_argument("--n", type=int, default=None, help="at most this many tasks (seeded random choice)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--model", default=None, help="model directory (default: the embedded model)")

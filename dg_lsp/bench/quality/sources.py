@@ -45,4 +45,9 @@ def load_tasks(args) -> tuple[list, dict]:
         found = T.load_tasks_jsonl(args.file)
         source = {"type": "tasks", "path": args.file, "split": None}
     source["seed"] = args.seed
-    return T.subsample(found, args.n, args.seed), source
+    tasks = T.subsample(found, args.n, args.seed)
+    cursor = getattr(args, "cursor", None) or "next-line"
+    if cursor == "blank-line":
+        tasks = [T.on_a_blank_line(t) for t in tasks]
+        source["cursor"] = cursor
+    return tasks, source

@@ -7,10 +7,11 @@ scored by running them (`executor.py`).
 
 from __future__ import annotations
 
+
 import gzip
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 KINDS = ("line-rest", "single-line", "multi-line", "body", "random-span")
@@ -101,6 +102,22 @@ def load_humaneval(split: str, data_dir: str | Path | None = None) -> list[Task]
             "the package data (reinstall dg-lsp)"
         raise FileNotFoundError(f"{path} not found (from {where})")
     return load_tasks_jsonl(path, kind=_SPLIT_KIND[split])
+
+
+CURSORS = ("next-line", "blank-line")
+
+
+def on_a_blank_line(task: Task) -> Task:
+    """The same document and hole, with the editor's cursor on a blank line opened where the hole's lines go, at the
+    first one's indentation (an editor after Enter): the first line's indentation joins the prefix, the last line
+    break the suffix. A hole of whole lines is otherwise seen with the cursor at the start of the line after it,
+    which has text after the cursor (a one-line suggestion there). Other holes are left as they are."""
+    middle = task.middle
+    if not (task.prefix.endswith("\n") or task.prefix == "") or not middle.endswith("\n") or not middle.strip():
+        return task
+    indent = middle[:len(middle) - len(middle.lstrip(" \t"))]
+    return replace(task, prefix=task.prefix + indent, middle=middle[len(indent):-1],
+                               suffix="\n" + task.suffix)
 
 
 def subsample(tasks: list[Task], n: int | None, seed: int) -> list[Task]:

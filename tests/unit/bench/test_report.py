@@ -6,7 +6,7 @@ from dg_lsp.bench.quality import report
 from dg_lsp.bench.quality.lsp_runner import LspRunner, offset_of, utf16_position
 from dg_lsp.bench.quality.runners import TaskEdit, shape_continuation
 from dg_lsp.bench.quality.scoring import apply_completion, score
-from dg_lsp.bench.quality.tasks import Task, infer_kind
+from dg_lsp.bench.quality.tasks import Task, infer_kind, on_a_blank_line
 
 TASK = Task("t1", "line-rest", "python", prefix="def f(x):\n    return x", middle=" + 1", suffix="\n")
 
@@ -52,6 +52,31 @@ def test_shape_continuation_for_the_ar_baseline():
     assert infer_kind("x") == "line-rest" and infer_kind("x\n") == "single-line"
     assert infer_kind("a\nb\n") == "multi-line"
 
+
+def test_a_hole_of_whole_lines_seen_from_a_blank_line_keeps_its_document_and_answer():
+    block = Task("t", "multi-line", "python", "def f():\n", "    a = 1\n    return a\n", "print(f())\n")
+    opened = on_a_blank_line(block)
+    assert opened.original == block.original
+    assert (opened.prefix, opened.middle, opened.suffix) == ("def f():\n    ", "a = 1\n    return a", "\nprint(f())\n")
+    # the cursor's line is blank (nothing after the cursor on it), at the first line's indentation
+    assert opened.suffix.split("\n")[0] == "" and opened.prefix.rsplit("\n", 1)[1] == "    "
+    for other in (TASK, Task("t", "random-span", "python", "x = f(", "a)\n", ""),
+                  Task("t", "single-line", "python", "x = 1\n", "\n", "y = 2\n")):
+        assert on_a_blank_line(other) == other
+
+
+def test_the_bench_cli_takes_the_cursor_on_a_blank_line(tmp_path):
+    from dg_lsp.bench.cli import build_parser, load_tasks
+
+    (tmp_path / "m.py").write_text("def f(x):\n    y = x + 1\n    return y\n")
+    for cursor in ("next-line", "blank-line"):
+        args = build_parser().parse_args(["repo", str(tmp_path), "--kinds", "single-line", "--per-kind", "5",
+                                          "--cursor", cursor])
+        tasks, source = load_tasks(args)
+        assert len(tasks) == 3 and all(t.original == "def f(x):\n    y = x + 1\n    return y\n" for t in tasks)
+        # the cursor's line: text after the cursor, or none (a blank line)
+        assert all(bool(t.suffix.split("\n")[0]) == (cursor == "next-line") for t in tasks if t.suffix.strip())
+        assert source.get("cursor", "next-line") == cursor
 
 def _report(em: float, label: str = "diffusion/engine s=8") -> dict:
     configs = [{"label": label, "mode": "diffusion", "via": "engine", "max_steps": 8, "peak_memory_mb": 100.0}]
