@@ -147,9 +147,28 @@ def test_code_before_the_cursor_at_a_line_end_shows_the_rest_of_that_line_only()
     # an answer that starts a new line (the cursor's line was done) keeps the cursor's block
     done = "def f(xs):\n    for x in xs:\n    return 1\n"
     assert shown(done, 1, len("    for x in xs:"), "\n        print(x)\n        y = x") == "\n        print(x)\n        y = x"
-    # a blank line still gets the cursor's block
-    blank = "def f(xs):\n    total = 0\n    \n    return total\n"
-    assert shown(blank, 2, 4, "for x in xs:\n        total += x") == "for x in xs:\n        total += x"
+    # a blank line at the end of a block still gets the cursor's block
+    blank = "def f(xs):\n    total = 0\n    for x in xs:\n        \n    return total\n"
+    assert shown(blank, 3, 8, "total += x\n        print(x)") == "total += x\n        print(x)"
+
+
+def test_a_blank_line_between_lines_of_code_shows_one_line():
+    """Where the line right below the cursor's blank line is code at the cursor's depth or deeper, the answer goes
+    between lines that are there: one line, as at a cursor with text after it (HumanEval/18/L2 seen from a blank
+    line: the loop's body written again above the body the header already has)."""
+    same = "def f(xs):\n    total = 0\n    \n    return total\n"
+    assert shown(same, 2, 4, "total = sum(xs)\n    print(total)") == "total = sum(xs)"
+    deeper = "def f(s):\n    times = 0\n    \n        if s[i] == 'a':\n            times += 1\n    return times\n"
+    raw = "for i in range(len(s)):\n        if s[i] == 'a':\n            times += 1"
+    assert shown(deeper, 2, 4, raw) == "for i in range(len(s)):"
+    # an empty line (no blanks typed) takes the block's indentation for its depth
+    empty = same.replace("\n    \n", "\n\n")
+    assert shown(empty, 2, 0, "    total = sum(xs)\n    print(total)") == "    total = sum(xs)"
+    # a blank line, or a dedent, below the cursor's line: the cursor's block
+    for doc, line in (("def f(xs):\n    total = 0\n    \n\n    return total\n", 2),
+                      ("def f(xs):\n    for x in xs:\n        \n    return xs\n", 2)):
+        column = len(doc.split("\n")[line])
+        assert shown(doc, line, column, "y = 1\n" + " " * column + "z = 2") == "y = 1\n" + " " * column + "z = 2"
 
 
 def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends():
@@ -158,7 +177,8 @@ def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends()
     for doc, line, col, expected in [("x = foo(a)\n", 0, 5, {"line_only": True}),
                                      ("    for agent in sel\n", 0, 20, {"block_indent": 4, "block_lines": 8,
                                                                         "rest_of_line": True}),
-                                     ("def f():\n    \n", 1, 4, {"block_indent": 4, "block_lines": 8})]:
+                                     ("def f():\n    \n", 1, 4, {"block_indent": 4, "block_lines": 8}),
+                                     ("def f():\n    x = 1\n    \n    return x\n", 2, 4, {"line_only": True})]:
         ctx = extract_context(doc, "python", line, col)
         assert shown_end(ctx, False, 8) == expected
         assert shown_end(ctx, True, 8) == {}
