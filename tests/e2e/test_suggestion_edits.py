@@ -49,6 +49,8 @@ ANSWERS = [
     ["        t10 = 1", "\n        return t10\n        return t10\n        t10 += 1"],
     # a whole line that opens a block with no body under it, where the hole is an empty block's body
     ["        if e9:\n", "\n            if e9 > 1:\n   "],
+    # a blank line between two lines of code: the model writes two lines and a third's start
+    ["    bl = 0\n    ", "\n    bl2 = bl\n    print(bl2)\n   "],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -65,6 +67,7 @@ RULES = {
     "whole_line": ("def h8():\n    return 0\n", 1, 0),
     "unreachable": ("def d10(a):\n    if a:\n        t10 = 1\n    return 0\n", 2, 15),
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
+    "between_lines": ("def bl(x):\n    bl = 0\n    \n    return bl\n", 2, 4),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 
@@ -199,6 +202,13 @@ async def test_a_cursor_with_text_after_it_gets_one_line(client, automatic):
     items, after = await _rule(client, "one_line", automatic)
     assert [i.insert_text for i in items] == ["len"]
     assert lsp_lines(after)[1] == "    r1 = len(a)"
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_blank_line_between_lines_of_code_gets_one_line(client, automatic):
+    items, after = await _rule(client, "between_lines", automatic)
+    assert [i.insert_text for i in items] == ["bl2 = bl"]
+    assert lsp_lines(after) == ["def bl(x):", "    bl = 0", "    bl2 = bl", "    return bl"]
 
 
 async def test_code_before_the_cursor_gets_the_rest_of_its_line(client):
