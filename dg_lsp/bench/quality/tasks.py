@@ -7,7 +7,6 @@ scored by running them (`executor.py`).
 
 from __future__ import annotations
 
-
 import gzip
 import json
 import os
@@ -116,8 +115,7 @@ def on_a_blank_line(task: Task) -> Task:
     if not (task.prefix.endswith("\n") or task.prefix == "") or not middle.endswith("\n") or not middle.strip():
         return task
     indent = middle[:len(middle) - len(middle.lstrip(" \t"))]
-    return replace(task, prefix=task.prefix + indent, middle=middle[len(indent):-1],
-                               suffix="\n" + task.suffix)
+    return replace(task, prefix=task.prefix + indent, middle=middle[len(indent):-1], suffix="\n" + task.suffix)
 
 
 def subsample(tasks: list[Task], n: int | None, seed: int) -> list[Task]:
