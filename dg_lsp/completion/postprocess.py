@@ -191,20 +191,23 @@ def rest_of_line(ctx) -> bool:
     return not ctx.mid_line and bool(ctx.line_prefix.strip())
 
 
-def between_lines(ctx) -> bool:
-    """Whether the cursor is on a blank line opened inside a run of code: nothing but blanks on its line, and the line
-    right below it is code indented at least as deep as the cursor's block (`ctx.indent`). The line written there goes
-    between lines that are already there, so one line is shown, as where the cursor's line has text after it. The
-    cursor's block ran on into the lines below: the body of a `for` whose body is the next lines, statements that
-    repeat the next ones. Seen from a blank line (`dg-lsp bench humaneval --cursor blank-line`), HumanEval-Infilling's
-    seeded 300 single-line holes went from pass@1 28.0% to 42.7% (docs/results/blank-line.md). Below a blank line, a
-    dedent or nothing, the cursor's block is still shown: the end of a body, a new function."""
+def between_lines(ctx) -> str | None:
+    """Whether the cursor is on a blank line opened inside a run of code, and how: nothing but blanks on its line,
+    and the line right below it is code indented deeper than the cursor's block (`ctx.indent`): "deeper" (the
+    cursor's line heads those lines), or at its depth: "same"; else None. The text written there goes between lines
+    that are already there, and the cursor's block ran on into them: the body of a `for` whose body is the next
+    lines, statements that repeat the next ones. So one line is shown above deeper lines, and one statement (its
+    first line, and the lines indented under it: a loop and its body) above lines at the cursor's depth. Seen from
+    a blank line (`dg-lsp bench humaneval --cursor blank-line`), HumanEval-Infilling's seeded 300 single-line holes
+    went from pass@1 28.0% to 42.7% (docs/results/blank-line.md). Below a blank line, a dedent or nothing, the
+    cursor's block is still shown: the end of a body, a new function."""
     if ctx.mid_line or ctx.line_prefix.strip():
-        return False
+        return None
     below = ctx.suffix.split("\n", 2)
     if len(below) < 2 or not below[1].strip():
-        return False
-    return len(below[1]) - len(below[1].lstrip()) >= len(ctx.indent)
+        return None
+    depth = len(below[1]) - len(below[1].lstrip())
+    return "deeper" if depth > len(ctx.indent) else "same" if depth == len(ctx.indent) else None
 
 
 def shown_end(ctx, selection: bool, max_lines: int) -> dict:
@@ -216,8 +219,11 @@ def shown_end(ctx, selection: bool, max_lines: int) -> dict:
     A selection is never cut: nothing."""
     if selection:
         return {}
-    if ctx.mid_line or between_lines(ctx):
+    between = between_lines(ctx)
+    if ctx.mid_line or between == "deeper":
         return {"line_only": True}
+    if between == "same":  # one statement: a later line back at the cursor's depth ends it
+        return {"block_indent": len(ctx.indent) + 1, "block_lines": max_lines, "one_statement": True}
     ends = {"block_indent": len(ctx.indent), "block_lines": max_lines}
     return {**ends, "rest_of_line": True} if rest_of_line(ctx) else ends
 
@@ -231,8 +237,9 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
     # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
-    text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent,
-                  mid_line=ctx.mid_line and not selection, single_line=not selection and between_lines(ctx),
+    between = None if selection else between_lines(ctx)
+    text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent + " " * (between == "same"),
+                  mid_line=ctx.mid_line and not selection, single_line=between == "deeper",
                   rest_of_line=rest_of_line(ctx) and not selection,
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:

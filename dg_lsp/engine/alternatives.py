@@ -22,8 +22,8 @@ likelihood of the code after the cursor, after each line. So, for an answer that
 3. Keep the best: the argmax over lines of p(line | prefix) p(suffix head | prefix, line), that is of
    p(line | prefix, suffix head). The answer wins ties.
 
-Where only the answer's first line is shown (InfillRequest.line_only; rest_of_line where the line has code) that
-line is the one weighed; where another line wins, the result is that line alone (what followed the answer's line
+Where only the answer's first line is shown (InfillRequest.line_only; rest_of_line where the line has code;
+one_statement where the answer is one line) that line is the one weighed; where another line wins, the result is that line alone (what followed the answer's line
 was written after it). Nothing here changes an answer shown as several lines, an answer inside a line (text after
 the cursor on its line, other than the line a whole-line answer is inserted before), an answer without code after
 it to read, or a request cancelled or past its deadline: those keep the walk's answer.
@@ -145,7 +145,8 @@ class Alternatives:
             return None
         if started.canvas.lead < 1 or started.canvas.batch_size != 1 or not request.use_suffix:
             return None
-        one_line = request.line_only or (request.rest_of_line and bool(result.text.partition("\n")[0].strip()))
+        one_line = (request.line_only or (request.rest_of_line and bool(result.text.partition("\n")[0].strip()))
+                    or (request.one_statement and "\n" not in result.text.rstrip("\n")))
         found = line_mode(request.prefix, request.suffix, result.text, one_line)
         if found is None or not suffix_head(request.suffix, found[0]).strip():
             return None

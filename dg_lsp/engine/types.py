@@ -75,6 +75,9 @@ class InfillRequest:
     # with block_indent: the cursor ends a line of code, and an answer that writes text on that line is shown up to
     # its end (postprocess.rest_of_line): the fill also stops at the first line break after text
     rest_of_line: bool = False
+    # with block_indent: the cursor is on a blank line above code at its depth (postprocess.between_lines), where one
+    # statement is shown; an answer of one line is then weighed against the alternatives as a line_only one is
+    one_statement: bool = False
     # names the suffix reads that the prefix never mentions (context/names.py; Python only): with alternatives on,
     # a one-line answer at a blank line is also weighed against lines that bind each (engine/alternatives.py)
     free_names: tuple[str, ...] = ()

@@ -49,6 +49,7 @@ _REQUEST_FIELDS = {
     "block_indent": ((int, type(None)), (0, 4096)),
     "block_lines": ((int, type(None)), (1, 100_000)),
     "rest_of_line": ((bool,), None),
+    "one_statement": ((bool,), None),
     "free_names": ((list,), "names"),
 }
 _PARAM_FIELDS = {

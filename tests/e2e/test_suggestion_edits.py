@@ -51,6 +51,7 @@ ANSWERS = [
     ["        if e9:\n", "\n            if e9 > 1:\n   "],
     # a blank line between two lines of code: the model writes two lines and a third's start
     ["    bl = 0\n    ", "\n    bl2 = bl\n    print(bl2)\n   "],
+    ["    lp = 0\n    ", "\n    for x in lp:\n        print(x)\n    lp2 = lp\n   "],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -68,6 +69,7 @@ RULES = {
     "unreachable": ("def d10(a):\n    if a:\n        t10 = 1\n    return 0\n", 2, 15),
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
     "between_lines": ("def bl(x):\n    bl = 0\n    \n    return bl\n", 2, 4),
+    "between_lines_block": ("def lp(x):\n    lp = 0\n    \n    return lp\n", 2, 4),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 
@@ -205,10 +207,14 @@ async def test_a_cursor_with_text_after_it_gets_one_line(client, automatic):
 
 
 @pytest.mark.parametrize("automatic", [False, True])
-async def test_a_blank_line_between_lines_of_code_gets_one_line(client, automatic):
+async def test_a_blank_line_between_lines_of_code_gets_one_statement(client, automatic):
     items, after = await _rule(client, "between_lines", automatic)
     assert [i.insert_text for i in items] == ["bl2 = bl"]
     assert lsp_lines(after) == ["def bl(x):", "    bl = 0", "    bl2 = bl", "    return bl"]
+    # a statement that opens a block keeps its body, not the lines after it
+    items, after = await _rule(client, "between_lines_block", automatic)
+    assert [i.insert_text for i in items] == ["for x in lp:\n        print(x)"]
+    assert lsp_lines(after) == ["def lp(x):", "    lp = 0", "    for x in lp:", "        print(x)", "    return lp"]
 
 
 async def test_code_before_the_cursor_gets_the_rest_of_its_line(client):

@@ -152,12 +152,14 @@ def test_code_before_the_cursor_at_a_line_end_shows_the_rest_of_that_line_only()
     assert shown(blank, 3, 8, "total += x\n        print(x)") == "total += x\n        print(x)"
 
 
-def test_a_blank_line_between_lines_of_code_shows_one_line():
-    """Where the line right below the cursor's blank line is code at the cursor's depth or deeper, the answer goes
-    between lines that are there: one line, as at a cursor with text after it (HumanEval/18/L2 seen from a blank
-    line: the loop's body written again above the body the header already has)."""
+def test_a_blank_line_between_lines_of_code_shows_one_statement():
+    """Where the line right below the cursor's blank line is code, the answer goes between lines that are there:
+    above deeper lines one line (the cursor's line heads them: HumanEval/18/L2 seen from a blank line got the loop's
+    body written again above the body its header already has); above lines at the cursor's depth one statement, its
+    first line and the lines indented under it (a loop and its body, not the lines after it)."""
     same = "def f(xs):\n    total = 0\n    \n    return total\n"
     assert shown(same, 2, 4, "total = sum(xs)\n    print(total)") == "total = sum(xs)"
+    assert shown(same, 2, 4, "for x in xs:\n        total += x\n    print(total)") == "for x in xs:\n        total += x"
     deeper = "def f(s):\n    times = 0\n    \n        if s[i] == 'a':\n            times += 1\n    return times\n"
     raw = "for i in range(len(s)):\n        if s[i] == 'a':\n            times += 1"
     assert shown(deeper, 2, 4, raw) == "for i in range(len(s)):"
@@ -178,7 +180,9 @@ def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends()
                                      ("    for agent in sel\n", 0, 20, {"block_indent": 4, "block_lines": 8,
                                                                         "rest_of_line": True}),
                                      ("def f():\n    \n", 1, 4, {"block_indent": 4, "block_lines": 8}),
-                                     ("def f():\n    x = 1\n    \n    return x\n", 2, 4, {"line_only": True})]:
+                                     ("def f():\n    x = 1\n    \n    return x\n", 2, 4,
+                                      {"block_indent": 5, "block_lines": 8, "one_statement": True}),
+                                     ("def f(a):\n    \n        return a\n", 1, 4, {"line_only": True})]:
         ctx = extract_context(doc, "python", line, col)
         assert shown_end(ctx, False, 8) == expected
         assert shown_end(ctx, True, 8) == {}

@@ -4,6 +4,8 @@ model's greedy lines after each branch token (drafting changes no token), and th
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from dataclasses import replace
 
@@ -221,6 +223,23 @@ def test_alternatives_leave_the_answer_alone_where_they_do_not_apply(engine, uns
     started, out, result = _walk(engine, _request())
     alt.choose(started, result, out)
     assert engine.stats["alternativeRuns"] == runs + 1
+
+
+def test_one_statement_answers_of_one_line_are_weighed_as_line_only_ones(engine):
+    """Above code at the cursor's depth (postprocess.between_lines) one statement is shown: its first line alone when
+    it opens no block. Such an answer is weighed like a line_only one; one that runs on into more lines is not."""
+    alt = engine.lifecycle.alternatives
+    # the cursor on a blank line: "    " before it, nothing after it on its line, `return` below at its depth
+    request = dataclasses.replace(_request(suffix="\n    " + SUFFIX), line_only=False, one_statement=True,
+                                  block_indent=5, block_lines=8)
+    started, out, result = _walk(engine, request)
+    for text, weighed in (("x = 1\n", True), ("x = 1", True), ("for x in y:\n        z = x\n", False)):
+        result.text = text
+        assert (alt.applies(started, result, out) is not None) == weighed, text
+    # without one_statement, an answer with its line break is a block: not weighed
+    started, out, result = _walk(engine, dataclasses.replace(request, one_statement=False))
+    result.text = "x = 1\n"
+    assert alt.applies(started, result, out) is None
 
 
 def test_name_starts_open_a_block_before_deeper_code_and_assign_before_the_rest():
