@@ -199,7 +199,7 @@ def between_lines(ctx) -> str | None:
     lines, statements that repeat the next ones. So one line is shown above deeper lines, and one statement (its
     first line, and the lines indented under it: a loop and its body) above lines at the cursor's depth. Seen from
     a blank line (`dg-lsp bench humaneval --cursor blank-line`), HumanEval-Infilling's seeded 300 single-line holes
-    went from pass@1 28.0% to 42.7% (docs/results/blank-line.md). Below a blank line, a dedent or nothing, the
+    went from pass@1 28.0% to 39.3% (docs/results/blank-line.md). Below a blank line, a dedent or nothing, the
     cursor's block is still shown: the end of a body, a new function."""
     if ctx.mid_line or ctx.line_prefix.strip():
         return None
