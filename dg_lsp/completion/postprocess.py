@@ -213,10 +213,11 @@ def between_lines(ctx) -> str | None:
 def shown_end(ctx, selection: bool, max_lines: int) -> dict:
     """Where `finish` ends the shown text of a request at `ctx` (a CodeContext), as InfillRequest fields, so a
     left-to-right fill can stop once it has written that far: one line where the cursor's line has text after it,
-    or where it is a blank line between lines of code (`between_lines`) (`line_only`); else the cursor's block and
-    at most `max_lines` lines (`block_indent`, `block_lines`: the dedent and line-count rules of `cut_to_block`),
-    and after code on the cursor's line, the end of that line where the answer writes text on it (`rest_of_line`).
-    A selection is never cut: nothing."""
+    or where it is a blank line above deeper code (`between_lines`) (`line_only`); one statement where it is a blank
+    line above code at its depth (`one_statement`, and `block_indent` one deeper than the cursor's block); else the
+    cursor's block and at most `max_lines` lines (`block_indent`, `block_lines`: the dedent and line-count rules of
+    `cut_to_block`), and after code on the cursor's line, the end of that line where the answer writes text on it
+    (`rest_of_line`). A selection is never cut: nothing."""
     if selection:
         return {}
     between = between_lines(ctx)
@@ -237,7 +238,7 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
     # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
-    between = None if selection else between_lines(ctx)
+    between = None if selection else between_lines(ctx)  # one statement: its lines stay deeper than the cursor's
     text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent + " " * (between == "same"),
                   mid_line=ctx.mid_line and not selection, single_line=between == "deeper",
                   rest_of_line=rest_of_line(ctx) and not selection,

@@ -23,10 +23,11 @@ likelihood of the code after the cursor, after each line. So, for an answer that
    p(line | prefix, suffix head). The answer wins ties.
 
 Where only the answer's first line is shown (InfillRequest.line_only; rest_of_line where the line has code;
-one_statement where the answer is one line) that line is the one weighed; where another line wins, the result is that line alone (what followed the answer's line
-was written after it). Nothing here changes an answer shown as several lines, an answer inside a line (text after
-the cursor on its line, other than the line a whole-line answer is inserted before), an answer without code after
-it to read, or a request cancelled or past its deadline: those keep the walk's answer.
+one_statement where the answer is one line) that line is the one weighed; where another line wins, the result is
+that line alone (what followed the answer's line was written after it). Nothing here changes an answer shown as
+several lines, an answer inside a line (text after the cursor on its line, other than the line a whole-line answer
+is inserted before), an answer without code after it to read, or a request cancelled or past its deadline: those
+keep the walk's answer.
 """
 
 from __future__ import annotations
