@@ -237,11 +237,11 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     window, indentation, language, whether the cursor's line has text after it)."""
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
-    # a selection is never cut (issue 14.4): no block to stop at (indent ""), no line limit
-    between = None if selection else between_lines(ctx)  # one statement: its lines stay deeper than the cursor's
-    text = finish(raw, ctx.suffix, prefix=prefix, indent="" if selection else ctx.indent + " " * (between == "same"),
-                  mid_line=ctx.mid_line and not selection, single_line=between == "deeper",
-                  rest_of_line=rest_of_line(ctx) and not selection,
+    # cut where `shown_end` told the engine the shown text ends; a selection is never cut (issue 14.4): no block to
+    # stop at, no line limit
+    ends = shown_end(ctx, selection, max_lines)
+    text = finish(raw, ctx.suffix, prefix=prefix, indent=" " * ends.get("block_indent", 0),
+                  single_line=ends.get("line_only", False), rest_of_line=ends.get("rest_of_line", False),
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if selection:
         return text
