@@ -19,11 +19,14 @@ longest clean run of leading lines, or not shown at all.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
+
+log = logging.getLogger(__name__)
 
 # control characters, and the line separators LSP does not break at but other line splitters do (\x85 in the C1
 # controls, U+2028, U+2029): a client's line index must stay the server's
@@ -217,9 +220,9 @@ def shown_end(ctx, selection: bool, max_lines: int) -> dict:
     line above code at its depth (`one_statement`, and `block_indent` one deeper than the cursor's block); else the
     cursor's block and at most `max_lines` lines (`block_indent`, `block_lines`: the dedent and line-count rules of
     `cut_to_block`), and after code on the cursor's line, the end of that line where the answer writes text on it
-    (`rest_of_line`). A selection is never cut: nothing."""
+    (`rest_of_line`). A selection fill stays in the selection's block (`selection_end`)."""
     if selection:
-        return {}
+        return selection_end(ctx)
     between = between_lines(ctx)
     if ctx.mid_line or between == "deeper":
         return {"line_only": True}
@@ -227,6 +230,22 @@ def shown_end(ctx, selection: bool, max_lines: int) -> dict:
         return {"block_indent": len(ctx.indent) + 1, "block_lines": max_lines, "one_statement": True}
     ends = {"block_indent": len(ctx.indent), "block_lines": max_lines}
     return {**ends, "rest_of_line": True} if rest_of_line(ctx) else ends
+
+
+def selection_end(ctx) -> dict:
+    """Where a selection fill ends, as `shown_end`'s fields: where it dedents below the selection's block
+    (`CodeContext.selection_indent`: a selection of `return total\n\nprint(...)` spans the top level and keeps
+    both), with no line limit; within one line with text after it, that line (`line_only`); within one line after
+    code, the rest of that line where the fill writes on it (`rest_of_line`). A fill of one selected statement
+    otherwise ran on into the next method or function (`    def get_resource(...):`, left open), which the
+    editor then applied over the user's code."""
+    if ctx.selection_indent is None:
+        return {}
+    one_line = ctx.start[0] == ctx.end[0]
+    if one_line and ctx.mid_line:
+        return {"line_only": True}
+    ends = {"block_indent": ctx.selection_indent, "block_lines": None}
+    return {**ends, "rest_of_line": True} if one_line and ctx.line_prefix.strip() else ends
 
 
 # -- the one path ---------------------------------------------------------------------------------------------
@@ -237,15 +256,18 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     window, indentation, language, whether the cursor's line has text after it)."""
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
-    # cut where `shown_end` told the engine the shown text ends; a selection is never cut (issue 14.4): no block to
-    # stop at, no line limit
+    # cut where `shown_end` told the engine the shown text ends; a selection fill only at its block's end (issue
+    # 14.4: no line limit, no cut after a `return`)
     ends = shown_end(ctx, selection, max_lines)
     text = finish(raw, ctx.suffix, prefix=prefix, indent=" " * ends.get("block_indent", 0),
                   single_line=ends.get("line_only", False), rest_of_line=ends.get("rest_of_line", False),
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
-    if selection:
-        return text
-    return gate_suggestion(text, prefix, ctx)
+    gated = gate_suggestion(text, prefix, ctx)
+    if selection and gated != text:
+        # the editor applies a fill over the user's code: whole and clean, or not at all (no cut of it)
+        log.info("selection fill refused: it would break the code around it (%d chars)", len(text))
+        return ""
+    return gated
 
 
 def gate_suggestion(text: str, prefix: str, ctx) -> str:

@@ -55,6 +55,9 @@ class CodeContext:
     # it starts with ``suffix``, and reaches the closers of blocks longer than the model's window
     judge_suffix: str = ""
     judge_truncated: bool = False
+    # a selection's block: the least indentation of the lines that hold selected text (None for a cursor, or a
+    # selection of blanks); a selection fill stops where it dedents below it (postprocess.shown_end)
+    selection_indent: int | None = None
 
 
 def extract_context(
@@ -122,7 +125,22 @@ def extract_context(
         cursor=cursor,
         judge_suffix=judge.text,
         judge_truncated=judge.truncated,
+        selection_indent=_selection_indent(doc, start, stop),
     )
+
+
+def _selection_indent(doc: DocumentLines, start: tuple[int, int], stop: tuple[int, int]) -> int | None:
+    """The least indentation (characters) of the lines whose selected part holds more than blanks: the block the
+    selection lies in. A line's own indentation counts, wherever on it the selection starts."""
+    if start == stop:
+        return None
+    depths = []
+    for row in range(start[0], stop[0] + 1):
+        content = doc.content(row)
+        part = content[start[1] if row == start[0] else 0: stop[1] if row == stop[0] else len(content)]
+        if part.strip():
+            depths.append(len(leading_whitespace(content)))
+    return min(depths, default=None)
 
 
 def _reach(budget: int, region_lines: int) -> int:

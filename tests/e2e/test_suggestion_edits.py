@@ -52,6 +52,9 @@ ANSWERS = [
     # a blank line between two lines of code: the model writes two lines and a third's start
     ["    bl = 0\n    ", "\n    bl2 = bl\n    print(bl2)\n   "],
     ["    lp = 0\n    ", "\n    for x in lp:\n        print(x)\n    lp2 = lp\n   "],
+    # selection fills (SEL_SOURCE): one that runs on into a new method, one that leaves a bracket open
+    ["sx_get(self):\n        ", "\n        return 2\n    def"],
+    ["sx_put(self):\n        ", "\n        return [3"],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -72,6 +75,7 @@ RULES = {
     "between_lines_block": ("def lp(x):\n    lp = 0\n    \n    return lp\n", 2, 4),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
+SEL_SOURCE = "class Sx:\n    def sx_get(self):\n        return 1\n\n    def sx_put(self):\n        return 3\n"
 
 SCRIPT = Path(tempfile.gettempdir()) / "dg-lsp-e2e-scripted-answers.json"
 SCRIPT.write_text(json.dumps(ANSWERS), encoding="utf-8")
@@ -316,3 +320,34 @@ async def test_a_selection_fill_is_applied_whole(client):
     assert text_edit.new_text == "10\n\nfw_c(1)"
     after = _apply(FILL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
     assert lsp_lines(after) == ["def fw():", "    fw_a = 10", "", "fw_c(1)"]
+
+
+async def _fill(client, uri: str, line: int, start: int, end: int):
+    rng = {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}}
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="dgLsp.fillSelection", arguments=[{"uri": uri, "range": rng}]))
+
+
+async def test_a_selection_fill_ends_where_it_leaves_the_selections_block(client):
+    """The fill of one selected statement ran on into a new method (`def` at the class's depth, left open), and the
+    editor applied it over the user's code: it now ends before that line."""
+    uri = "file:///tmp/dg_lsp_e2e_edits/sel_block.py"
+    _open(client, uri, SEL_SOURCE)
+    client.edits.clear()
+    result = await _fill(client, uri, 2, 8, 16)
+    assert result["applied"] is True, result
+    (edit,) = client.edits
+    (text_edit,) = edit.document_changes[0].edits
+    assert text_edit.new_text == "return 2"
+    after = _apply(SEL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
+    assert lsp_lines(after)[2] == "        return 2" and lsp_lines(after)[4] == "    def sx_put(self):"
+
+
+async def test_a_selection_fill_that_breaks_the_code_is_not_applied(client):
+    """`return [3` over `return 3` leaves a bracket open: nothing is applied, not even a clean part of it."""
+    uri = "file:///tmp/dg_lsp_e2e_edits/sel_broken.py"
+    _open(client, uri, SEL_SOURCE)
+    client.edits.clear()
+    result = await _fill(client, uri, 5, 8, 16)
+    assert result["applied"] is False and result["reason"] == "no fill", result
+    assert client.edits == []

@@ -1,5 +1,6 @@
-"""dgLsp.fillSelection's rules without a model (issue 14.3, 14.4): a selection fill is never cut, an empty
-fill is never applied, a selection longer than the canvas is refused."""
+"""dgLsp.fillSelection's rules without a model (issue 14.3, 14.4): a selection fill is never cut inside the
+selection's block, stops where it leaves that block, is applied clean or not at all, an empty fill is never
+applied, a selection longer than the canvas is refused."""
 
 from __future__ import annotations
 
@@ -26,8 +27,43 @@ def test_a_selection_fill_is_never_cut_at_a_dedent():
     p = service._prepare(req)  # noqa: SLF001
     answer = "return total\n\n\nprint(add(1, 2))"
     assert service._finish(p, InfillResult(text=answer)) == answer  # noqa: SLF001
-    long = "".join(f"    x{i} = {i}\n" for i in range(40)) + "print(1)"
+    long = "x = 0\n" + "".join(f"    x{i} = {i}\n" for i in range(40)) + "print(1)"
     assert service._finish(p, InfillResult(text=long)) == long  # noqa: SLF001 - more lines than maxLines
+
+
+CLASS = ("class Box:\n    def get(self):\n        return self.item\n\n    def put(self, item):\n"
+         "        self.item = item\n        return self\n\n\ndef main():\n    return Box()\n")
+
+
+def _finish(source: str, start: tuple[int, int], end: tuple[int, int], answer: str) -> str:
+    service = CompletionService(engine=None, settings=Settings())
+    p = service._prepare(CompletionRequest(source, "python", *start, end=end, doc_key="k"))  # noqa: SLF001
+    return service._finish(p, InfillResult(text=answer))  # noqa: SLF001
+
+
+def test_a_selection_fill_ends_where_it_dedents_out_of_the_selections_block():
+    """A fill of one selected statement ran on into a new method, left open (click's core.py: `return
+    self.command.get_help(self)` + `\n\n    def get_resource(...):\n        \"\"\"`); the editor applied it over the
+    user's code. It ends before the line that dedents below the selected lines; lines at the block's depth stay."""
+    ran_on = "return self.item\n\n    def get_resource(self, name):\n        \"\"\""
+    assert _finish(CLASS, (2, 8), (2, 24), ran_on) == "return self.item"
+    two = "self.item = item\n        self.count = 1"
+    assert _finish(CLASS, (5, 8), (5, 24), two) == two  # the selection's block: both lines
+    # a selection that starts at column 0 of whole lines: the lines' own indentation is the block
+    assert _finish(CLASS, (5, 0), (7, 0), "        self.item = item\n    def more(self):\n") == "        self.item = item"
+
+
+def test_a_selection_fill_that_breaks_the_code_around_it_is_not_applied_at_all():
+    """Not cut to a clean part either: a comment alone would replace the selected `return` (click's core.py)."""
+    assert _finish(CLASS, (10, 4), (10, 16), "return [\n        Box()") == ""  # a bracket left open
+    assert _finish(CLASS, (10, 4), (10, 16), "# make one.\n    if Box and") == ""
+    assert _finish(CLASS, (10, 4), (10, 16), "return Box(1)") == "return Box(1)"
+
+
+def test_a_selection_inside_a_line_is_filled_on_that_line():
+    """Text after the selection on its line: one line; after code on its line: the rest of that line."""
+    assert _finish(CLASS, (10, 11), (10, 14), "Box\n    x = 1") == "Box"  # `return Box()`: "Box" selected
+    assert _finish(CLASS, (10, 11), (10, 16), "Box(2)\n    x = 1") == "Box(2)"  # up to the line's end
 
 
 def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12):
