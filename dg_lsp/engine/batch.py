@@ -136,10 +136,10 @@ class BatchRun:
         return _Row(job, started, pinned, fixed, torch.where(pinned, fixed, start), self.params.max_steps,
                     biases=self.loop.biases(started.canvas))
 
-    def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False) -> None:
+    def _finish(self, row: _Row, cancelled: bool = False, deadline_hit: bool = False, spent: bool = False) -> None:
         canvas = row.argmax if row.argmax is not None else row.current
         out = DenoiseOutcome(canvas, row.raw, row.steps, torch.tensor([row.steps]), cancelled, deadline_hit,
-                             self.loop.unsettled(row.current, row.pinned))
+                             self.loop.unsettled(row.current, row.pinned), spent=spent)
         self.ctx.deliver(row.job, self.life.finish(row.started, out, batch_rows=row.max_rows))
 
     def _count(self, rows: list[_Row]) -> None:
@@ -217,10 +217,10 @@ class BatchRun:
                 row.steps += 1
                 row.remaining -= 1
                 if bool(stop.all()) or row.remaining <= 0:
-                    done.append(row)
-            for row in done:
-                self._finish(row)
+                    done.append((row, not bool(stop.all())))
+            for row, spent in done:
+                self._finish(row, spent=spent)
             if done:
-                finished = {id(r) for r in done}
+                finished = {id(r) for r, _ in done}
                 self.rows = [r for r in self.rows if id(r) not in finished]
                 merged = None

@@ -180,4 +180,6 @@ class DenoiseLoop:
             sc_logits = processed.to(self.runner.logits_dtype)
             if bool(finished.all()):
                 break
-        return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit, self.unsettled(current, pinned))
+        spent = not (cancelled or deadline_hit or bool(finished.all()))
+        return DenoiseOutcome(argmax, raw, steps, forwards, cancelled, deadline_hit, self.unsettled(current, pinned),
+                              spent=spent)

@@ -311,9 +311,10 @@ class InfillLifecycle:
                 healed = ""
             score = float(chosen[row, canvas.lead:canvas.lead + hole].mean())
             forwards = max(1, int(out.forwards_per_row[row]))
-            candidates.append((healed, score, n, hole, n / forwards))
+            candidates.append((healed, score, n, hole, n / forwards, unfinished))
         best = max(candidates, key=lambda c: c[1])
         return InfillResult(text=best[0], steps=out.steps, tokens_per_forward=best[4], generated_tokens=best[2],
                             hole_length=best[3], score=best[1], deadline_hit=out.deadline_hit,
                             candidates=[(c[0], c[1]) for c in candidates],
-                            heal_mismatch=mismatches == len(candidates))
+                            heal_mismatch=mismatches == len(candidates),
+                            cut_short=best[5] and (out.deadline_hit or out.spent))

@@ -33,6 +33,9 @@ class DenoiseOutcome:
     # the argmax at the first open slot is from a pass made before the last slots were kept (a verified walk whose
     # step budget ran out): it says nothing about what follows them (InfillLifecycle.answer_slots)
     stale_guess: bool = False
+    # the loop's step budget ran out while a row was still open (neither ended nor decided where its shown text
+    # ends): an answer read from it stops short (InfillResult.cut_short)
+    spent: bool = False
 
 
 def constrain(raw: torch.Tensor, canvas: InfillCanvas, biases: list[tuple[int, torch.Tensor]],

@@ -99,6 +99,9 @@ class InfillResult:
     reused_tokens: int = 0  # prompt tokens whose encoder cache came from the document's previous prompt
     batch_rows: int = 1  # rows of the cross-document batch this result was computed in
     heal_mismatch: bool = False  # the model did not write the prefix's healing tail: no answer fits
+    # the loop stopped (its steps or its deadline spent) inside the chosen answer, so `text` holds only its complete
+    # lines: what a selection fill must not apply (server.fill_selection)
+    cut_short: bool = False
     # (line, log p(line, suffix head | prefix)) for the answer (first) and each alternative (engine/alternatives.py)
     alternatives: list[tuple[str, float]] = field(default_factory=list)
 

@@ -203,7 +203,8 @@ class VerifiedWalk:
             raw, decoder_best, current = draft(remaining - 1)
         best = torch.where(kept, current, self.runner.ids_of(decoder_best))
         best = torch.where(pinned, fixed, best)
-        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top, stale)
+        return DenoiseOutcome(best, raw, steps, forwards, cancelled, deadline_hit, hole & ~kept, base_top, stale,
+                              spent=stale)
 
     def _breaks_line(self, row: torch.LongTensor, slots: list[int], p: int, line_breaks: list[bool]) -> bool:
         """Whether a row's hole slots left of `p` (all kept) hold a token with a line break."""

@@ -214,7 +214,7 @@ class DgLspServer(LanguageServer):
         text = suggestion.text
         if not text.strip():
             return _not_applied("no fill", text)
-        if (cut := _filled_whole_canvas(suggestion)) is not None:
+        if (cut := _cut_fill(suggestion)) is not None:
             return _not_applied(cut, text)
         now = self.workspace.text_documents.get(unquote(uri))
         if (now is not doc or now.version != version) and not (now is None and version is None):
@@ -272,9 +272,13 @@ def _selection_fits(service: CompletionService, req: CompletionRequest) -> str |
     return None
 
 
-def _filled_whole_canvas(suggestion: Suggestion) -> str | None:
-    """A pad-fill that used every hole position never chose to end: it may be cut (issue 14.4)."""
+def _cut_fill(suggestion: Suggestion) -> str | None:
+    """Why a fill may be cut (issue 14.4), or None: the loop stopped inside it (its steps or its deadline spent:
+    only its complete lines are left), or a pad-fill used every hole position and never chose to end."""
     result = suggestion.result
+    if result is not None and result.cut_short:
+        return ("the fill stopped before its end (its maxSteps or deadlineMs ran out), so it may be cut: select less, "
+                "or raise maxSteps or deadlineMs")
     if result is None or len(result.candidates) > 1 or result.hole_length <= 0:
         return None
     if result.generated_tokens >= result.hole_length:

@@ -498,3 +498,19 @@ def test_a_line_only_fill_never_starts_by_breaking_the_line(ltr_model_dir, monke
         engine.close()
     assert free.text.startswith("\n"), free
     assert on_line.text.startswith(runner_up) and not on_line.text.startswith("\n"), on_line
+
+
+def test_a_loop_that_spends_its_steps_before_its_rows_finish_says_so(tiny_engine, monkeypatch):
+    """`DenoiseOutcome.spent`: the step budget ran out with a row unfinished (one step of a fill that has not
+    converged), not a deadline (that is `deadline_hit`), and not a loop whose rows all stopped inside it (the stop
+    test made to pass at once: one step of 48)."""
+    seen = Capture(tiny_engine, monkeypatch)
+    tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(max_steps=1)))
+    tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(max_steps=48, deadline_ms=0.0)))
+    monkeypatch.setattr(tiny_engine.loop, "stop", lambda history, current, *a, **k: torch.ones(
+        current.shape[0], dtype=torch.bool, device=current.device))
+    tiny_engine.infill(InfillRequest(prefix="x = ", suffix="\n", params=DenoiseParams(max_steps=48)))
+    (_, one), (_, timed), (_, stopped) = seen.runs
+    assert one.spent and not one.deadline_hit
+    assert timed.deadline_hit and not timed.spent
+    assert stopped.steps == 1 and not stopped.spent

@@ -281,6 +281,7 @@ def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engin
                                  **budget)
     cut = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", params=params, heal=False, reuse_prefix=False))
     assert cut.deadline_hit == ("deadline_ms" in budget)
+    assert cut.cut_short  # what a selection fill refuses to apply (server.fill_selection)
     open_slots = outcomes[-1].unsettled[0, 1:].nonzero().flatten().tolist()
     first = open_slots[0]  # slots after the lead (the prompt's last token)
     kept = engine.autoregressive(prefix, max_new_tokens=first, stop_at_newline=False, heal=False)
@@ -294,6 +295,7 @@ def test_a_walk_stopped_inside_its_answer_shows_only_the_lines_it_finished(engin
     whole = engine.run_infill(InfillRequest(prefix=prefix, suffix="\n", heal=False, reuse_prefix=False,
                                             params=dataclasses.replace(params, deadline_ms=None, max_steps=16)))
     assert not whole.deadline_hit and whole.generated_tokens > first
+    assert not whole.cut_short  # it ended inside its 16 steps
     assert whole.text.startswith(cut.text) and whole.text.startswith(kept.text)
 
 

@@ -66,7 +66,7 @@ def test_a_selection_inside_a_line_is_filled_on_that_line():
     assert _finish(CLASS, (10, 11), (10, 16), "Box(2)\n    x = 1") == "Box(2)"  # up to the line's end
 
 
-def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12):
+def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12, cut_short: bool = False):
     server = build_server(Settings())
     doc = SimpleNamespace(version=3, position_codec=None)
     server.snapshot = lambda uri: (doc, text, text.splitlines(True))
@@ -74,7 +74,8 @@ def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12)
 
     async def complete_at(uri, start, end, automatic, queue_key=None, snap=None, check=None):
         return (Suggestion(text=completion_text, start=(0, 0), end=(0, 0),
-                           result=InfillResult(text=completion_text, generated_tokens=generated, hole_length=hole)),
+                           result=InfillResult(text=completion_text, generated_tokens=generated, hole_length=hole,
+                                               cut_short=cut_short)),
                 types.Range(start=start, end=end))
 
     async def apply(params):
@@ -102,6 +103,15 @@ def test_a_fill_that_used_the_whole_canvas_is_refused_not_applied_cut():
     server, applied = _server(SOURCE, '"""', generated=12, hole=12)
     result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
     assert result["applied"] is False and "whole canvas" in result["reason"]
+    assert applied == []
+
+
+def test_a_fill_the_loop_stopped_inside_is_refused_not_applied_cut():
+    """Its steps or its deadline ran out inside the fill: its complete lines are all there is (`total\n`), and
+    applied they would replace the selection with part of a fill."""
+    server, applied = _server(SOURCE, "total\n", generated=3, hole=12, cut_short=True)
+    result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
+    assert result["applied"] is False and "stopped before its end" in result["reason"]
     assert applied == []
 
 
