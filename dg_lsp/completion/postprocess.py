@@ -137,6 +137,23 @@ def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", 
     return out
 
 
+def repeats_the_code_below(text: str, prefix: str, suffix: str) -> bool:
+    """Whether a suggestion written at the start of a line (only blanks before the cursor on it) is the code right
+    below it again: its lines, blank ones aside, are the next lines of the document after it, indentation and all.
+    Where a user opens a line inside code to add one, the model often writes the line that comes next, which is
+    already there (`return result` above `return result`); accepted, it doubles that code. The lines below are
+    those after the cursor's line, or for a whole-line hole (code after the cursor on its line) that line's and
+    the ones after it."""
+    line_prefix = prefix.rsplit("\n", 1)[-1]
+    if line_prefix.strip() or not text.strip():
+        return False
+    rest_of_line, _, after = suffix.partition("\n")
+    below = line_prefix + suffix if rest_of_line.strip() else after
+    written = [line.rstrip() for line in (line_prefix + text).split("\n") if line.strip()]
+    following = [line.rstrip() for line in below.split("\n") if line.strip()][:len(written)]
+    return written == following
+
+
 def tidy_joins(text: str, prefix: str, suffix: str) -> str:
     """No trailing whitespace-only lines; no blank run doubled where the text meets the prefix (after
     code, not indentation) or the suffix (a suffix that starts with a blank, a line break, or nothing)."""
@@ -262,6 +279,8 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     text = finish(raw, ctx.suffix, prefix=prefix, indent=" " * ends.get("block_indent", 0),
                   single_line=ends.get("line_only", False), rest_of_line=ends.get("rest_of_line", False),
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
+    if not selection and repeats_the_code_below(text, prefix, ctx.suffix):
+        return ""
     gated = gate_suggestion(text, prefix, ctx)
     if selection and gated != text:
         # the editor applies a fill over the user's code: whole and clean, or not at all (no cut of it)

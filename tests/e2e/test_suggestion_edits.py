@@ -52,6 +52,8 @@ ANSWERS = [
     # a blank line between two lines of code: the model writes two lines and a third's start
     ["    bl = 0\n    ", "\n    bl2 = bl\n    print(bl2)\n   "],
     ["    lp = 0\n    ", "\n    for x in lp:\n        print(x)\n    lp2 = lp\n   "],
+    # a blank line opened above `return rb`: the model writes that line again
+    ["    rb = 0\n    ", "\n    return rb\n   "],
     # selection fills (SEL_SOURCE): one that runs on into a new method, one that leaves a bracket open
     ["sx_get(self):\n        ", "\n        return 2\n    def"],
     ["sx_put(self):\n        ", "\n        return [3"],
@@ -73,6 +75,7 @@ RULES = {
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
     "between_lines": ("def bl(x):\n    bl = 0\n    \n    return bl\n", 2, 4),
     "between_lines_block": ("def lp(x):\n    lp = 0\n    \n    return lp\n", 2, 4),
+    "repeats_below": ("def rb(x):\n    rb = 0\n    \n    return rb\n", 2, 4),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 SEL_SOURCE = "class Sx:\n    def sx_get(self):\n        return 1\n\n    def sx_put(self):\n        return 3\n"
@@ -219,6 +222,13 @@ async def test_a_blank_line_between_lines_of_code_gets_one_statement(client, aut
     items, after = await _rule(client, "between_lines_block", automatic)
     assert [i.insert_text for i in items] == ["for x in lp:\n        print(x)"]
     assert lsp_lines(after) == ["def lp(x):", "    lp = 0", "    for x in lp:", "        print(x)", "    return lp"]
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_suggestion_that_is_the_next_line_again_is_not_shown(client, automatic):
+    """Accepted, `return rb` above `return rb` would double it."""
+    items, after = await _rule(client, "repeats_below", automatic)
+    assert items == [] and after == RULES["repeats_below"][0]
 
 
 async def test_code_before_the_cursor_gets_the_rest_of_its_line(client):

@@ -173,6 +173,25 @@ def test_a_blank_line_between_lines_of_code_shows_one_statement():
         assert shown(doc, line, column, "y = 1\n" + " " * column + "z = 2") == "y = 1\n" + " " * column + "z = 2"
 
 
+def test_a_suggestion_that_is_the_code_right_below_it_again_is_not_shown():
+    """A user opens a line inside code to add one, and the model writes the line that comes next, which is already
+    there (jinja2's utils.py: `return result` above `return result`, click's utils.py: `self.encoding = encoding`
+    above itself, an `if` and its body above themselves). Blank lines aside, indentation and all."""
+    doc = "def f(xs):\n    result = list(xs)\n    \n    if not result:\n        return None\n    return result\n"
+    assert shown(doc, 2, 4, "if not result:\n        return None") == ""
+    assert shown(doc, 2, 4, "if not result:\n        return []") == "if not result:\n        return []"
+    assert shown(doc, 2, 4, "result.sort()") == "result.sort()"
+    # a whole-line hole (the cursor at the start of `    return result`): that line is below the suggestion
+    whole = "def f(xs):\n    result = list(xs)\n    return result\n"
+    assert shown(whole, 2, 4, "return result\n    ") == ""
+    # another indentation is another line; code before the cursor on its line is no line start
+    from dg_lsp.completion.postprocess import repeats_the_code_below
+
+    assert repeats_the_code_below("return None", "    if not result:\n        ", "\n        return None\n")
+    assert not repeats_the_code_below("return None", "    if not result:\n    ", "\n        return None\n")
+    assert not repeats_the_code_below("None", "    return ", "\n    return None\n")
+
+
 def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends():
     from dg_lsp.completion.postprocess import shown_end
 
