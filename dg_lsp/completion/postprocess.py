@@ -25,6 +25,7 @@ import re
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
+from dg_lsp.context.syntax import python_compiles
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +148,35 @@ def repeats_the_code_below(text: str, prefix: str, suffix: str) -> bool:
     line_prefix = prefix.rsplit("\n", 1)[-1]
     if line_prefix.strip() or not text.strip():
         return False
-    rest_of_line, _, after = suffix.partition("\n")
-    below = line_prefix + suffix if rest_of_line.strip() else after
     written = [line.rstrip() for line in (line_prefix + text).split("\n") if line.strip()]
-    following = [line.rstrip() for line in below.split("\n") if line.strip()][:len(written)]
-    return written == following
+    return written == _lines_below(line_prefix, suffix)[:len(written)]
+
+
+def _lines_below(line_prefix: str, suffix: str) -> list[str]:
+    """The non-blank lines of the document after a text written at the hole, right-stripped: those after the
+    cursor's line, or where the cursor's line has code after it and only blanks before it (a whole-line hole) that
+    line's and the ones after it."""
+    rest_of_line, _, after = suffix.partition("\n")
+    below = line_prefix + suffix if rest_of_line.strip() and not line_prefix.strip() else after
+    return [line.rstrip() for line in below.split("\n") if line.strip()]
+
+
+def trim_repeated_tail(text: str, prefix: str, suffix: str) -> str:
+    """A text of several lines without the lines at its end that are the code right after the hole again (blank
+    lines aside, indentation and all; the last one may stop short of its line's end), its first line kept: a fill
+    that wrote its line and then ran on into the lines that follow (a selected `self.encoding = encoding` filled
+    with it and the two lines below it, the last cut: `self.ato`)."""
+    lines = text.split("\n")
+    line_prefix = prefix.rsplit("\n", 1)[-1]
+    if len(lines) < 2 or (suffix.partition("\n")[0].strip() and line_prefix.strip()):
+        return text  # inside a line: its rest, not the lines below, follows the text
+    below = _lines_below(line_prefix, suffix)
+    for i in range(1, len(lines)):
+        tail = [line.rstrip() for line in lines[i:] if line.strip()]
+        if tail and len(tail) <= len(below) and tail[:-1] == below[:len(tail) - 1] \
+                and below[len(tail) - 1].startswith(tail[-1]):
+            return "\n".join(lines[:i]).rstrip()
+    return text
 
 
 def tidy_joins(text: str, prefix: str, suffix: str) -> str:
@@ -193,6 +218,7 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
         text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
+        text = trim_repeated_tail(text, prefix, suffix)
     text = drop_closers_the_suffix_has(text, suffix, prefix, language)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
@@ -263,6 +289,27 @@ def selection_end(ctx) -> dict:
         return {"line_only": True}
     ends = {"block_indent": ctx.selection_indent, "block_lines": None}
     return {**ends, "rest_of_line": True} if one_line and ctx.line_prefix.strip() else ends
+
+
+def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                               language: str | None) -> bool:
+    """Python: whether a document (its line breaks `\n`) that compiles still does with `text` over [start, end)
+    ((line, column) positions), read whole. The gate reads windows around the hole, and a fill whose last line opens
+    a block over a blank line and code at its depth (`if not isinstance(bg, str):` with no body, click's termui.py)
+    passed it. A selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling.
+    Other languages, and a document that did not compile: True."""
+    if language != "python":
+        return True
+
+    def offset(line: int, column: int) -> int:
+        at = 0
+        for _ in range(line):
+            at = document.index("\n", at) + 1
+        return at + column
+
+    if not python_compiles(document):
+        return True
+    return python_compiles(document[:offset(*start)] + text + document[offset(*end):])
 
 
 # -- the one path ---------------------------------------------------------------------------------------------

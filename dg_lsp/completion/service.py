@@ -29,7 +29,7 @@ from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
-from .postprocess import finish_suggestion, shown_end
+from .postprocess import finish_suggestion, selection_keeps_compiling, shown_end
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +115,16 @@ class CompletionService:
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
-        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark)."""
-        return finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
+        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark); a
+        selection fill after which a Python file that compiled no longer does is no fill."""
+        text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)
+        if text and p.req.is_selection and not selection_keeps_compiling(p.req.document, p.ctx.start, p.ctx.end,
+                                                                         text, p.ctx.language):
+            log.info("selection fill refused: the file would no longer compile (%d chars)", len(text))
+            return ""
+        return text
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Suggestion | None:

@@ -192,6 +192,25 @@ def test_a_suggestion_that_is_the_code_right_below_it_again_is_not_shown():
     assert not repeats_the_code_below("None", "    return ", "\n    return None\n")
 
 
+def test_a_multi_line_text_loses_the_lines_at_its_end_that_the_code_below_already_has():
+    """Its first line is kept; the last repeated line may stop short (the canvas ended inside it); blank lines
+    aside; a line at another indentation, or lines that are not the next ones, stay."""
+    from dg_lsp.completion.postprocess import trim_repeated_tail
+
+    prefix = "class F:\n    def __init__(self, encoding, errors, atomic):\n        "
+    suffix = "\n        self.errors = errors\n\n        self.atomic = atomic\n        self.name = None\n"
+    ran_on = "self.encoding = encoding\n        self.errors = errors\n        self.atomic = ato"
+    assert trim_repeated_tail(ran_on, prefix, suffix) == "self.encoding = encoding"
+    assert trim_repeated_tail("self.errors = errors\n        self.x = 1", prefix, suffix) == \
+        "self.errors = errors\n        self.x = 1"
+    assert trim_repeated_tail("x = 1\n    self.errors = errors", prefix, suffix) == "x = 1\n    self.errors = errors"
+    assert trim_repeated_tail("x = 1\n        self.atomic = atomic", prefix, suffix) == \
+        "x = 1\n        self.atomic = atomic"  # not the next line
+    # through the production path, at a blank line above a blank line (the cursor's block is shown)
+    doc = "def f(a):\n    b = a\n    \n\n    return b\n"
+    assert shown(doc, 2, 4, "c = b\n\n    return b") == "c = b"
+
+
 def test_shown_end_asks_a_left_to_right_fill_to_stop_where_the_shown_text_ends():
     from dg_lsp.completion.postprocess import shown_end
 

@@ -60,6 +60,22 @@ def test_a_selection_fill_that_breaks_the_code_around_it_is_not_applied_at_all()
     assert _finish(CLASS, (10, 4), (10, 16), "return Box(1)") == "return Box(1)"
 
 
+def test_a_selection_fill_after_which_the_file_no_longer_compiles_is_not_applied():
+    """click's termui.py: the prompt's window starts inside a long signature, so it never compiles and the gate's
+    windows let a fill end with a block header over a blank line and code at its depth. The whole file, which
+    compiled, is read for a selection fill: `if not bg:` with no body is no fill; with a body it is applied."""
+    params = "".join(f"    p{i}: int | None = None,\n" for i in range(40))
+    docstring = '    """Style.\n\n' + "".join(f"    Line {i} of the docstring, long enough to take room.\n"
+                                              for i in range(50)) + '    """\n'
+    doc = ("def style(\n" + params + ") -> str:\n" + docstring + "    if p1:\n        p1 = 1\n\n    bits = []\n\n"
+           "    if p2 is not None:\n        bits.append(p2)\n    return bits\n")
+    row = doc.split("\n").index("    bits = []")
+    ran_on = "if not p1:\n        p1 = 2\n    if not p2:"
+    assert _finish(doc, (row, 4), (row, 13), ran_on) == ""
+    whole = ran_on + "\n        p2 = 3"
+    assert _finish(doc, (row, 4), (row, 13), whole) == whole
+
+
 def test_a_selection_inside_a_line_is_filled_on_that_line():
     """Text after the selection on its line: one line; after code on its line: the rest of that line."""
     assert _finish(CLASS, (10, 11), (10, 14), "Box\n    x = 1") == "Box"  # `return Box()`: "Box" selected
