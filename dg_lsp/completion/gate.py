@@ -41,7 +41,8 @@ Python has its compiler's word, which outweighs tree-sitter's (the checks are co
   missing, a cursor's unfinished statement left so); where every window complains above the hole, the lines from a
   least-indented one nearer it judge this (`python_region_around`);
 - in a window that does not compile, a suggestion that breaks lines leaves no indentation error on its lines or
-  where they meet the next (`python_misindents`), one that ends the cursor's line opens no block with no body
+  where they meet the next (`python_misindents`; also read in the lines nearer the hole where every window
+  complains above it: a text that ends in `if x:` with no body, in a window cut inside a long signature), one that ends the cursor's line opens no block with no body
   under it (`python_opens_empty_block`), and one that finishes the cursor's statement on its line with no
   complaint up to the next passes (`python_mends`).
 """
@@ -177,7 +178,7 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
             return True
         if not compiled and any(python_mends(p, candidate, s) for p, s in uncompiled):
             return False  # it finishes the statement the cursor is in, and Python finds nothing wrong near it
-        if any(python_misindents(p, candidate, s) for p, s in uncompiled):
+        if any(python_misindents(p, candidate, s) for p, s in lacking):
             return True
         if language != "python" and any(before and _mends(p, candidate, s, language)
                                          for (p, s), before in zip(primary, befores)):

@@ -615,3 +615,21 @@ def test_a_window_that_starts_inside_a_class_still_asks_for_a_lost_method_header
     # a hole in a body whose block opened above the window: the line above is deeper than the closer
     prefix, suffix = "    const a = 1\n", "    return a\n  }\n"
     assert clean_cut("    const b = 2\n", prefix, suffix, "javascript", prefix_truncated=True) == "    const b = 2\n"
+
+
+def test_a_text_ending_in_a_block_header_with_no_body_is_cut_where_the_window_starts_inside_a_signature():
+    """click's termui.py `style()`: its signature and docstring are longer than the prompt's window, so the window
+    starts inside the signature and never compiles, and Python's first complaint is at that cut. The lines nearer
+    the hole (from a least-indented line above it) judge a text that breaks lines too: `if not p3:` ending the text,
+    over blank lines and the next function, has no body, and was shown."""
+    params = "".join(f"    p{i}: int | None = None,\n" for i in range(40))
+    docstring = '    """Style.\n\n' + "".join(f"    Line {i} of the docstring, long enough to take room.\n"
+                                            for i in range(50)) + '    """\n'
+    doc = ("def style(\n" + params + ") -> str:\n" + docstring + "    bits = []\n    if p1:\n        bits.append(p1)\n"
+           "    \n\n\ndef plain(text):\n    return text\n")
+    row = doc.split("\n").index("        bits.append(p1)") + 1
+    ctx = extract_context(doc, "python", row, 4)
+    assert ctx.prefix.startswith("    p")  # the window starts inside the signature
+    raw = "if not p2:\n        bits.append(p2)\n    if not p3:"
+    assert finish_suggestion(raw, [], ctx.prefix, ctx, selection=False, max_lines=8) == \
+        "if not p2:\n        bits.append(p2)"
