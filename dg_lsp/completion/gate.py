@@ -42,9 +42,9 @@ Python has its compiler's word, which outweighs tree-sitter's (the checks are co
   least-indented one nearer it judge this (`python_region_around`);
 - in a window that does not compile, a suggestion that breaks lines leaves no indentation error on its lines or
   where they meet the next (`python_misindents`; also read in the lines nearer the hole where every window
-  complains above it: a text that ends in `if x:` with no body, in a window cut inside a long signature), one that ends the cursor's line opens no block with no body
-  under it (`python_opens_empty_block`), and one that finishes the cursor's statement on its line with no
-  complaint up to the next passes (`python_mends`).
+  complains above it: a text that ends in `if x:` with no body, in a window cut inside a long signature), one
+  that ends the cursor's line opens no block with no body under it (`python_opens_empty_block`), and one that
+  finishes the cursor's statement on its line with no complaint up to the next passes (`python_mends`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import re
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
-from dg_lsp.context.syntax import python_compiles
+from dg_lsp.context.syntax import python_complaint
 
 log = logging.getLogger(__name__)
 
@@ -307,9 +307,12 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
             at = document.index("\n", at) + 1
         return at + column
 
-    if not python_compiles(document):
+    def compiles(source: str) -> bool:  # not through python_complaint's cache: whole files would stay in it
+        return python_complaint.__wrapped__(source) is None
+
+    if not compiles(document):
         return True
-    return python_compiles(document[:offset(*start)] + text + document[offset(*end):])
+    return compiles(document[:offset(*start)] + text + document[offset(*end):])
 
 
 # -- the one path ---------------------------------------------------------------------------------------------
