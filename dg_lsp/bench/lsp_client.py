@@ -22,9 +22,10 @@ class LspError(RuntimeError):
 
 class LspClient:
     def __init__(self, argv: list[str], settings: dict | None = None, env: dict | None = None,
-                 stderr=subprocess.DEVNULL):
+                 stderr=subprocess.DEVNULL, cwd: str | None = None):
         self.settings = settings or {}
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                     cwd=cwd)
         self._ids = itertools.count(1)
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()

@@ -1,0 +1,229 @@
+"""What a user's edits get from `dg-lsp serve`, driven over LSP as an editor drives it, with each answer applied to
+its document: edits the quality benchmarks do not make, since they only ever fill a hole cut out of a file.
+
+    python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
+        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--json OUT]
+
+PATHs are Python files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`).
+Positions: one-line simple statements inside function bodies, after the first, in files that compile; `--per-file`
+of them per file, seeded. At each position, each scenario:
+- select: the statement's code selected and `dgLsp.fillSelection` run (the editor applies what it answers);
+- newline: Enter at the end of the statement's line, a blank line at its indentation, nothing removed (a line added);
+- blank: the statement deleted, the cursor on its blank line (`bench ... --cursor blank-line`'s view);
+- rest: the statement cut after some of its code, the rest deleted (typing it).
+
+Per scenario it prints: positions, shown (a selection: applied), broken (the file compiled, and does not with the
+answer applied), repeats (a suggestion at a line's start whose lines are the next lines of the file: accepted, it
+doubles them), exact (the deleted text back; not for newline) and the p50 latency. A selection fill the editor
+would not be sent counts its reason. `--server-cwd DIR` runs the server from another checkout (`python -m dg_lsp`
+there), to compare two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+SCENARIOS = ("select", "newline", "blank", "rest")
+
+
+def python_files(paths: list[str]) -> list[Path]:
+    out = []
+    for path in map(Path, paths):
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return out
+
+
+def statements(text: str, rng: random.Random, per_file: int) -> list[int]:
+    """0-based lines of one-line simple statements in function bodies (after the first: not a docstring)."""
+    rows = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for st in node.body[1:]:
+                simple = isinstance(st, (ast.Assign, ast.Return, ast.Expr, ast.AugAssign, ast.AnnAssign))
+                literal = isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)  # a string as a comment
+                if simple and not literal and st.lineno == st.end_lineno:
+                    rows.add(st.lineno - 1)
+    rows = sorted(rows)
+    rng.shuffle(rows)
+    return rows[:per_file]
+
+
+def edit(text: str, row: int, scenario: str, rng: random.Random):
+    """(document, hole start, selection end or None, deleted text or None) for a scenario at a statement's line."""
+    lines = text.split("\n")
+    line = lines[row]
+    indent = line[:len(line) - len(line.lstrip())]
+    code = line[len(indent):]
+    start = sum(len(item) + 1 for item in lines[:row]) + len(indent)
+    if scenario == "select":
+        return text, start, start + len(code), code
+    if scenario == "newline":
+        at = start + len(code)
+        return text[:at] + "\n" + indent + text[at:], at + 1 + len(indent), None, None
+    if scenario == "blank":
+        return text[:start] + text[start + len(code):], start, None, code
+    if len(code) < 6:
+        return None
+    cut = rng.randint(2, len(code) - 2)
+    return text[:start + cut] + text[start + len(code):], start + cut, None, code[cut:]
+
+
+def compiles(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def repeats_below(doc: str, start: int, text: str) -> bool:
+    line_prefix = doc[doc.rfind("\n", 0, start) + 1:start]
+    if line_prefix.strip() or not text.strip():
+        return False
+    written = [line.rstrip() for line in (line_prefix + text).split("\n") if line.strip()]
+    below = [line.rstrip() for line in doc[start:].split("\n")[1:] if line.strip()]
+    return below[:len(written)] == written
+
+
+class Session:
+    """`dg-lsp serve` over stdio, initialized and ready, as lsp_runner starts it."""
+
+    def __init__(self, cwd: str | None, model: str | None = None):
+        from dg_lsp.bench.lsp_client import LspClient
+
+        argv = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu"] + (["--model", model] if model else [])
+        self.client = LspClient(argv, settings={}, cwd=cwd)
+        self.client.request("initialize", {"processId": os.getpid(), "rootUri": "file:///tmp/dg-lsp-editing",
+                                           "capabilities": {"general": {"positionEncodings": ["utf-16"]},
+                                                            "workspace": {"configuration": True, "applyEdit": True}}},
+                            timeout=600)
+        self.client.notify("initialized", {})
+        deadline = time.monotonic() + 600
+        while self.status().get("state") != "ready":
+            if self.status().get("state") == "error" or time.monotonic() > deadline:
+                raise RuntimeError(f"dg-lsp serve did not load its model: {self.status().get('error')}")
+            time.sleep(0.2)
+
+    def status(self) -> dict:
+        return self.client.request("workspace/executeCommand", {"command": "dgLsp.status", "arguments": []}) or {}
+
+    def answer(self, uri: str, doc: str, start: int, end: int | None) -> tuple[str, int, int, str | None]:
+        """(text, range start, range end, refusal reason) as the editor would apply it."""
+        from dg_lsp.bench.quality.lsp_runner import first_item, offset_of, utf16_position
+
+        self.client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                     "text": doc}})
+        try:
+            if end is not None:
+                rng = {"start": utf16_position(doc, start), "end": utf16_position(doc, end)}
+                res = self.client.request("workspace/executeCommand", {"command": "dgLsp.fillSelection",
+                                                                       "arguments": [{"uri": uri, "range": rng}]})
+                # the client answers applyEdit with applied: false, so a fill the editor was sent says so
+                sent = (res or {}).get("reason", "").startswith("the editor did not apply")
+                return ((res or {}).get("text", ""), start, end, None) if sent else \
+                    ("", start, start, (res or {}).get("reason", "no answer"))
+            res = self.client.request("textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": utf16_position(doc, start), "context": {"triggerKind": 1}})
+            item = first_item(res)
+            if item is None:
+                return "", start, start, None
+            text = item["insertText"] if isinstance(item["insertText"], str) else item["insertText"]["value"]
+            if item.get("range"):
+                return text, offset_of(doc, item["range"]["start"]), offset_of(doc, item["range"]["end"]), None
+            return text, start, start, None
+        finally:
+            self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def run(args) -> list[dict]:
+    from dg_lsp.train.corpus import HELD_OUT_PACKAGES, stdlib_dir
+
+    paths = args.paths or [str(stdlib_dir() / name) for name in HELD_OUT_PACKAGES]
+    rng = random.Random(args.seed)
+    files = [f for f in python_files(paths) if compiles(f.read_text(encoding="utf-8", errors="replace"))]
+    rng.shuffle(files)
+    files = files[:args.files]
+    session, rows, count = Session(args.server_cwd, args.model), [], 0
+    try:
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            for row in statements(text, rng, args.per_file):
+                for scenario in args.scenarios:
+                    made = edit(text, row, scenario, rng)
+                    if made is None:
+                        continue
+                    doc, start, end, deleted = made
+                    count += 1
+                    t0 = time.perf_counter()
+                    new, s, e, reason = session.answer(f"file:///tmp/dg-lsp-editing/{count}/{path.name}", doc, start,
+                                                       end)
+                    ms = (time.perf_counter() - t0) * 1000
+                    applied = doc[:s] + new + doc[e:]
+                    rows.append({"file": str(path), "line": row + 1, "scenario": scenario, "deleted": deleted,
+                                 "text": new, "reason": reason, "ms": ms, "shown": bool(new.strip()),
+                                 "broken": bool(new.strip()) and compiles(doc) and not compiles(applied),
+                                 "repeats": scenario != "select" and repeats_below(doc, s, new),
+                                 "exact": deleted is not None and bool(new.strip()) and new.strip() == deleted.strip()})
+                    if args.progress:
+                        print(f"{scenario} {path.name}:{row + 1} {new[:50]!r}", file=sys.stderr, flush=True)
+    finally:
+        session.close()
+    return rows
+
+
+def report(rows: list[dict]) -> str:
+    out = ["| scenario | positions | shown / applied | broken | repeats the code below | exact | p50 ms |",
+           "|---|---|---|---|---|---|---|"]
+    for scenario in SCENARIOS:
+        these = [r for r in rows if r["scenario"] == scenario]
+        if not these:
+            continue
+        count = Counter()
+        for r in these:
+            count.update(k for k in ("shown", "broken", "repeats", "exact") if r[k])
+        exact = "-" if scenario == "newline" else str(count["exact"])
+        out.append(f"| {scenario} | {len(these)} | {count['shown']} | {count['broken']} | {count['repeats']} | {exact} "
+                   f"| {statistics.median(r['ms'] for r in these):,.0f} |")
+    reasons = Counter(r["reason"] for r in rows if r["reason"])
+    if reasons:
+        out.append("")
+        out += [f"selection fills not sent to the editor: {n} x {reason}" for reason, n in reasons.most_common()]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.editing", description=__doc__.split("\n")[0])
+    parser.add_argument("paths", nargs="*", help="Python files or directories (default: the held-out stdlib packages)")
+    parser.add_argument("--files", type=int, default=9, help="files drawn, seeded")
+    parser.add_argument("--per-file", type=int, default=8, help="statements per file")
+    parser.add_argument("--scenarios", type=lambda s: [x for x in s.split(",") if x], default=list(SCENARIOS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--server-cwd", default=None, help="run `python -m dg_lsp serve` from this checkout")
+    parser.add_argument("--model", default=None, help="the server's --model (default: the embedded model)")
+    parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args(argv)
+    unknown = set(args.scenarios) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    rows = run(args)
+    print(report(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""`python -m dg_lsp.bench.diagnostics.editing`: an editor's edits through the real server (the tiny model), each
+answer applied to its document and judged. Its pure parts on known texts; one run end to end."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from dg_lsp.bench.diagnostics import editing
+
+from .conftest import tiny_model_path
+
+pytestmark = pytest.mark.timeout(300)
+
+SOURCE = ("def f(xs):\n    \"\"\"Doc.\"\"\"\n    total = sum(xs)\n    total += 1\n    return total\n\n\n"
+          "def g(a):\n    b = a * 2\n    return b\n")
+
+
+def test_each_scenario_edits_the_statement_as_a_user_would():
+    rows = editing.statements(SOURCE, random.Random(0), 10)
+    assert sorted(rows) == [2, 3, 4, 9]  # not the docstring, not g's first statement
+    row, code = 3, "total += 1"
+    start = SOURCE.index(code)
+    assert editing.edit(SOURCE, row, "select", random.Random(0)) == (SOURCE, start, start + len(code), code)
+    doc, at, end, deleted = editing.edit(SOURCE, row, "newline", random.Random(0))
+    assert doc == SOURCE.replace(code + "\n", code + "\n    \n") and at == start + len(code) + 5
+    assert end is None and deleted is None
+    doc, at, _, deleted = editing.edit(SOURCE, row, "blank", random.Random(0))
+    assert doc == SOURCE.replace(code, "") and at == start and deleted == code
+    doc, at, _, deleted = editing.edit(SOURCE, row, "rest", random.Random(0))
+    assert doc[:at].endswith("    " + code[:len(code) - len(deleted)]) and doc[at:].startswith("\n    return total")
+
+
+def test_a_suggestion_that_is_the_next_lines_again_counts_as_repeating_them():
+    doc, at, _, _ = editing.edit(SOURCE, 3, "newline", random.Random(0))
+    assert editing.repeats_below(doc, at, "return total")
+    assert not editing.repeats_below(doc, at, "total *= 2")
+    assert not editing.repeats_below(doc, at, "")
+
+
+def test_a_run_through_the_real_server_applies_and_judges_every_answer(tmp_path):
+    path = tmp_path / "mod.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    out = tmp_path / "rows.json"
+    assert editing.main([str(path), "--model", tiny_model_path(), "--per-file", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert {r["scenario"] for r in rows} == set(editing.SCENARIOS) and len(rows) == 8
+    for r in rows:
+        assert r["broken"] <= r["shown"]  # only an answer can break the file
+        if r["scenario"] == "select" and not r["shown"]:
+            assert r["reason"]  # a fill not sent to the editor says why
+    report = editing.report(rows)
+    assert report.splitlines()[0].startswith("| scenario | positions |")
