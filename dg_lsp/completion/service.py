@@ -15,6 +15,7 @@ lines (`CompletionRequest`), before calling, and converts the answer back.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -224,7 +225,11 @@ class CompletionService:
         return self._suggestion(p, text, result, source)
 
     def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
-        infill = InfillRequest(prefix=p.suggestion.prefix, suffix=p.ctx.suffix, params=params_from(self.settings),
+        params = params_from(self.settings)
+        if p.req.is_selection:  # asked for, and applied whole or not at all: steps enough to write the whole canvas
+            # (a verified walk keeps a token or more a step); its deadline still bounds it
+            params = dataclasses.replace(params, max_steps=max(params.max_steps, self.engine.canvas_length))
+        infill = InfillRequest(prefix=p.suggestion.prefix, suffix=p.ctx.suffix, params=params,
                                length_strategy=self.settings.length_strategy,
                                max_prompt_tokens=self.settings.prefix_tokens, doc_key=p.req.doc_key,
                                reuse_prefix=self.settings.prefix_cache, batch_rows=self.settings.batch_documents,

@@ -277,8 +277,8 @@ def _cut_fill(suggestion: Suggestion) -> str | None:
     only its complete lines are left), or a pad-fill used every hole position and never chose to end."""
     result = suggestion.result
     if result is not None and result.cut_short:
-        return ("the fill stopped before its end (its maxSteps or deadlineMs ran out), so it may be cut: select less, "
-                "or raise maxSteps or deadlineMs")
+        spent = "time (deadlineMs)" if result.deadline_hit else "steps"
+        return f"the fill ran out of {spent} before its end, so it may be cut: select less, or raise deadlineMs"
     if result is None or len(result.candidates) > 1 or result.hole_length <= 0:
         return None
     if result.generated_tokens >= result.hole_length:

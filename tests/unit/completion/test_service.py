@@ -143,3 +143,18 @@ def test_a_blank_line_before_code_that_reads_an_unbound_name_sends_the_name(tiny
                 CompletionRequest(text, "python", 2, 8, doc_key="n.py")):
         asyncio.run(svc.complete(req))
     assert [r.free_names for r in sent] == [("m",), (), ()]
+
+
+def test_a_selection_fill_gets_steps_enough_for_the_whole_canvas(tiny_engine, monkeypatch):
+    """A selection fill is applied whole or not at all, and one its steps ran out inside is refused: it may take as
+    many steps as the canvas has positions (a verified walk keeps a token or more a step); a suggestion keeps
+    maxSteps."""
+    sent = []
+    submit = tiny_engine.submit
+    monkeypatch.setattr(tiny_engine, "submit", lambda request: sent.append(request) or submit(request))
+    svc = CompletionService(tiny_engine, dataclasses.replace(GREEDY, completion_cache=False))
+    text = "def f(a):\n    b = a + 1\n    return b\n"
+    asyncio.run(svc.complete(CompletionRequest(text, "python", 1, 4, end=(1, 13), doc_key="s.py")))
+    asyncio.run(svc.complete(CompletionRequest(text, "python", 1, 13, doc_key="s.py")))
+    assert [r.params.max_steps for r in sent] == [tiny_engine.canvas_length, GREEDY.max_steps]
+    assert tiny_engine.canvas_length > GREEDY.max_steps
