@@ -58,7 +58,8 @@ def statements(text: str, rng: random.Random, per_file: int) -> list[int]:
 
 
 def edit(text: str, row: int, scenario: str, rng: random.Random):
-    """(document, hole start, selection end or None, deleted text or None) for a scenario at a statement's line."""
+    """(document, hole start, selection end or None, deleted text or None) for a scenario at a statement's line;
+    `rng` draws where `rest` cuts."""
     lines = text.split("\n")
     line = lines[row]
     indent = line[:len(line) - len(line.lstrip())]
@@ -161,7 +162,8 @@ def run(args) -> list[dict]:
             text = path.read_text(encoding="utf-8")
             for row in statements(text, rng, args.per_file):
                 for scenario in args.scenarios:
-                    made = edit(text, row, scenario, rng)
+                    # its own draw: the positions and the cuts do not depend on which scenarios run
+                    made = edit(text, row, scenario, random.Random(f"{args.seed}:{path.name}:{row}"))
                     if made is None:
                         continue
                     doc, start, end, deleted = made
