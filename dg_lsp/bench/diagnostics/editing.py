@@ -87,6 +87,8 @@ def compiles(text: str) -> bool:
 
 
 def repeats_below(doc: str, start: int, text: str) -> bool:
+    """The applied answer's lines at a line's start are the next lines of the file again. Its own reading, on the
+    whole document, not the server's rule (`postprocess.repeats_the_code_below`), which it checks."""
     line_prefix = doc[doc.rfind("\n", 0, start) + 1:start]
     if line_prefix.strip() or not text.strip():
         return False
