@@ -7,7 +7,8 @@ the first entry of ANSWERS.json (a list of [prefix_ending, generated_text]) whos
 prefix ends with. `generated_text` is what the model writes into the hole, the healing tail included (a healed
 trailing space may be left out: the engine makes the first token start with it, so it is put back): it goes
 through the engine's own `healing.unheal`, then the server's post-processing, as a real answer would; its
-`generated_tokens` are the text's own tokens. A request no entry matches keeps the model's own answer.
+`generated_tokens` are the text's own tokens, and it is a finished answer: it ended inside its hole (a hole at
+least one token longer) and was not cut short. A request no entry matches keeps the model's own answer.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ def install(answers: list[tuple[str, str]]) -> None:
                 written = tail + written  # the engine keeps the first token to ones that start with the space
             text = healing.unheal(written, tail)
             # the scripted text's own tokens, as if the model wrote them (a fill of the whole canvas is refused)
-            outer.set_result(dataclasses.replace(result, text=text or "", candidates=[],
-                                                 generated_tokens=len(self.tokenize(answer)),
-                                                 heal_mismatch=text is None))
+            tokens = len(self.tokenize(answer))
+            outer.set_result(dataclasses.replace(result, text=text or "", candidates=[], generated_tokens=tokens,
+                                                 hole_length=max(result.hole_length, tokens + 1),
+                                                 heal_mismatch=text is None, cut_short=False))
 
         inner.add_done_callback(done)
         return outer

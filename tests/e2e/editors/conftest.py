@@ -4,9 +4,11 @@ clients are under test here, and the small model answers in a fraction of the de
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,11 +58,22 @@ MODELS = [
 ]
 
 
-def server_cmd(model: str) -> list[str]:
-    """`python -m dg_lsp serve` on CPU with the tiny random model, or the embedded small one (`--model small`)."""
-    cmd = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu", "--log-level", "WARNING"]
-    cmd += ["--model", tiny_model_path() if model == "tiny" else model]
-    return cmd
+SCRIPTED_SERVER = Path(__file__).resolve().parents[1] / "scripted_server.py"
+
+
+def server_cmd(model: str, answers: list[tuple[str, str]] | None = None) -> list[str]:
+    """`python -m dg_lsp serve` on CPU with the tiny random model, or the embedded small one (`--model small`). With
+    `answers` ([prefix ending, text the model writes]), the same server with those requests' written text scripted
+    (tests/e2e/scripted_server.py): a selection fill is applied only where it breaks nothing, which a random model's
+    text seldom does, and an editor's fill test needs one that is applied."""
+    args = ["serve", "--device", "cpu", "--log-level", "WARNING",
+            "--model", tiny_model_path() if model == "tiny" else model]
+    if not answers:
+        return [sys.executable, "-m", "dg_lsp", *args]
+    handle, path = tempfile.mkstemp(prefix="dg-lsp-editor-answers-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump([list(pair) for pair in answers], f)
+    return [sys.executable, str(SCRIPTED_SERVER), path, *args]
 
 
 def npm() -> str | None:

@@ -11,7 +11,9 @@ errors to a Python document, so where the small model completes code on the blan
 one completes the comment above it: any first line there is valid Python, the gate passes it (and
 cuts the lines after it that break the code), and the editor's path (ghost text, <Tab>) is the same.
 The tiny model never writes a pad, so a pad-fill of its is always refused as possibly cut: its
-sessions fill with `lengthStrategy: "search"` (the small model's fill uses the default strategy).
+sessions fill with `lengthStrategy: "search"` (the small model's fill uses the default strategy). What the
+model writes for the fill is scripted (`FILL_ANSWER`): a selection fill is applied only where it breaks nothing,
+and either model's text may close the string the selection is in.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ SCENARIOS = {
 }
 FILL_LINE = 12
 FILL_TEXT = "café"
+# what the model writes for the fill (scripted: a selection fill is applied only where it breaks nothing, and a
+# random model's text often closes the string it is in)
+FILL_ANSWER = [('msg = "naïve ☕ ', "cafe au lait")]
 LONG_LINES = 60  # appended and filled at once: far more tokens than any model's canvas (refused)
 
 
@@ -87,7 +92,7 @@ def start_session(nvim, model: str, renderer: str, tmp: Path) -> tuple[subproces
     work.write_text(SOURCE)
     out = tmp / "result.json"
     scenario = SCENARIOS[model]
-    config = {"cmd": server_cmd(model), "ghost_text": renderer, "settings": scenario.settings}
+    config = {"cmd": server_cmd(model, FILL_ANSWER), "ghost_text": renderer, "settings": scenario.settings}
     env = nvim.env(
         tmp,
         DG_TEST_OUT=str(out),
