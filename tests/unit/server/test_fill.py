@@ -82,7 +82,8 @@ def test_a_selection_inside_a_line_is_filled_on_that_line():
     assert _finish(CLASS, (10, 11), (10, 16), "Box(2)\n    x = 1") == "Box(2)"  # up to the line's end
 
 
-def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12, cut_short: bool = False):
+def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12, cut_short: bool = False,
+            written: str | None = None):
     server = build_server(Settings())
     doc = SimpleNamespace(version=3, position_codec=None)
     server.snapshot = lambda uri: (doc, text, text.splitlines(True))
@@ -90,8 +91,8 @@ def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12,
 
     async def complete_at(uri, start, end, automatic, queue_key=None, snap=None, check=None):
         return (Suggestion(text=completion_text, start=(0, 0), end=(0, 0),
-                           result=InfillResult(text=completion_text, generated_tokens=generated, hole_length=hole,
-                                               cut_short=cut_short)),
+                           result=InfillResult(text=completion_text if written is None else written,
+                                               generated_tokens=generated, hole_length=hole, cut_short=cut_short)),
                 types.Range(start=start, end=end))
 
     async def apply(params):
@@ -112,6 +113,15 @@ def test_an_empty_or_blank_fill_is_never_applied(fill):
     server, applied = _server(SOURCE, fill)
     result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
     assert result["applied"] is False and result["reason"] == "no fill"
+    assert applied == []
+
+
+def test_a_fill_the_model_wrote_that_does_not_fit_says_so():
+    """The engine's text was refused by post-processing (a bracket left open): still no fill, and the reason says the
+    model wrote something."""
+    server, applied = _server(SOURCE, "", written="return [3")
+    result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
+    assert result["applied"] is False and result["reason"].startswith("no fill: what the model wrote does not fit")
     assert applied == []
 
 
