@@ -111,9 +111,9 @@ class Session:
                             timeout=600)
         self.client.notify("initialized", {})
         deadline = time.monotonic() + 600
-        while self.status().get("state") != "ready":
-            if self.status().get("state") == "error" or time.monotonic() > deadline:
-                raise RuntimeError(f"dg-lsp serve did not load its model: {self.status().get('error')}")
+        while (status := self.status()).get("state") != "ready":
+            if status.get("state") == "error" or time.monotonic() > deadline:
+                raise RuntimeError(f"dg-lsp serve did not load its model: {status.get('error')}")
             time.sleep(0.2)
 
     def status(self) -> dict:
@@ -129,11 +129,11 @@ class Session:
             if end is not None:
                 rng = {"start": utf16_position(doc, start), "end": utf16_position(doc, end)}
                 res = self.client.request("workspace/executeCommand", {"command": "dgLsp.fillSelection",
-                                                                       "arguments": [{"uri": uri, "range": rng}]})
+                                                                       "arguments": [{"uri": uri, "range": rng}]}) or {}
                 # the client answers applyEdit with applied: false, so a fill the editor was sent says so
-                sent = (res or {}).get("reason", "").startswith("the editor did not apply")
-                return ((res or {}).get("text", ""), start, end, None) if sent else \
-                    ("", start, start, (res or {}).get("reason", "no answer"))
+                if res.get("reason", "").startswith("the editor did not apply"):
+                    return res.get("text", ""), start, end, None
+                return "", start, start, res.get("reason", "no answer")
             res = self.client.request("textDocument/inlineCompletion", {
                 "textDocument": {"uri": uri}, "position": utf16_position(doc, start), "context": {"triggerKind": 1}})
             item = first_item(res)

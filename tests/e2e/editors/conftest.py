@@ -4,6 +4,7 @@ clients are under test here, and the small model answers in a fraction of the de
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -70,10 +71,11 @@ def server_cmd(model: str, answers: list[tuple[str, str]] | None = None) -> list
             "--model", tiny_model_path() if model == "tiny" else model]
     if not answers:
         return [sys.executable, "-m", "dg_lsp", *args]
-    handle, path = tempfile.mkstemp(prefix="dg-lsp-editor-answers-", suffix=".json")
-    with os.fdopen(handle, "w", encoding="utf-8") as f:
-        json.dump([list(pair) for pair in answers], f)
-    return [sys.executable, str(SCRIPTED_SERVER), path, *args]
+    body = json.dumps([list(pair) for pair in answers])
+    # one file per set of answers, written again each run, not a new file each call
+    path = Path(tempfile.gettempdir()) / f"dg-lsp-editor-answers-{hashlib.sha256(body.encode()).hexdigest()[:16]}.json"
+    path.write_text(body, encoding="utf-8")
+    return [sys.executable, str(SCRIPTED_SERVER), str(path), *args]
 
 
 def npm() -> str | None:
