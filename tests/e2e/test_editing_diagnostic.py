@@ -33,6 +33,19 @@ def test_each_scenario_edits_the_statement_as_a_user_would():
     assert doc[:at].endswith("    " + code[:len(code) - len(deleted)]) and doc[at:].startswith("\n    return total")
 
 
+JS = ("function f(xs) {\n  // sum\n  let total = 0;\n  for (const x of xs) total += x;\n  total += 1;\n"
+      "  if (total) { total--; }\n  return total;\n}\n")
+
+
+def test_other_languages_take_their_one_line_statements_and_judge_by_tree_sitter():
+    rows = editing.statements(JS, random.Random(0), 10, "javascript")
+    assert sorted(rows) == [4, 6]  # not the first statement, the comment, the loop or the if
+    assert editing.compiles(JS, "javascript")
+    assert not editing.compiles(JS.replace("total += 1;", "total += (1;"), "javascript")
+    doc, at, end, deleted = editing.edit(JS, 4, "select", random.Random(0))
+    assert doc[at:end] == deleted == "total += 1;"
+
+
 def test_a_suggestion_that_is_the_next_lines_again_counts_as_repeating_them():
     doc, at, _, _ = editing.edit(SOURCE, 3, "newline", random.Random(0))
     assert editing.repeats_below(doc, at, "return total")

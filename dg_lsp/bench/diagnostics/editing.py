@@ -4,16 +4,17 @@ its document: edits the quality benchmarks do not make, since they only ever fil
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
         [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--json OUT]
 
-PATHs are Python files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`).
-Positions: one-line simple statements inside function bodies, after the first, in files that compile; `--per-file`
-of them per file, seeded. At each position, each scenario:
+PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
+any language the server parses (`context.languages.EXTENSIONS`). Positions: one-line simple statements alone on their
+line inside function bodies, after the first, in files that compile (Python) or parse without an error or missing
+node (tree-sitter, the other languages); `--per-file` of them per file, seeded. At each position, each scenario:
 - select: the statement's code selected and `dgLsp.fillSelection` run (the editor applies what it answers);
 - newline: Enter at the end of the statement's line, a blank line at its indentation, nothing removed (a line added);
 - blank: the statement deleted, the cursor on its blank line (`bench ... --cursor blank-line`'s view);
 - rest: the statement cut after some of its code, the rest deleted (typing it).
 
 Per scenario it prints: positions, shown (a selection: applied), broken (the file compiled, and does not with the
-answer applied), repeats (a suggestion at a line's start whose lines are the next lines of the file: accepted, it
+answer applied; the other languages: it parsed clean and does not), repeats (a suggestion at a line's start whose lines are the next lines of the file: accepted, it
 doubles them), exact (the deleted text back; not for newline) and the p50 latency. A selection fill the editor
 would not be sent counts its reason. `--server-cwd DIR` runs the server from another checkout (`python -m dg_lsp`
 there), to compare two.
@@ -35,26 +36,61 @@ from pathlib import Path
 SCENARIOS = ("select", "newline", "blank", "rest")
 
 
-def python_files(paths: list[str]) -> list[Path]:
+# tree-sitter node types of one-line simple statements, over the grammars the server has
+SIMPLE_STATEMENTS = frozenset({
+    "expression_statement", "return_statement", "lexical_declaration", "variable_declaration", "declaration",
+    "local_variable_declaration", "let_declaration", "short_var_declaration", "assignment_statement", "inc_statement",
+    "dec_statement", "throw_statement", "var_declaration", "const_declaration"})
+
+
+def source_files(paths: list[str]) -> list[tuple[Path, str]]:
+    """(file, language) of each file under `paths` whose extension the server knows."""
+    from dg_lsp.context.languages import language_for_path
+
     out = []
     for path in map(Path, paths):
-        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            language = language_for_path(str(file))
+            if language and file.is_file():
+                out.append((file, language))
     return out
 
 
-def statements(text: str, rng: random.Random, per_file: int) -> list[int]:
-    """0-based lines of one-line simple statements in function bodies (after the first: not a docstring)."""
+def statements(text: str, rng: random.Random, per_file: int, language: str = "python") -> list[int]:
+    """0-based lines of one-line simple statements alone on their line in function bodies (after the first: in
+    Python not a docstring)."""
     rows = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for st in node.body[1:]:
-                simple = isinstance(st, (ast.Assign, ast.Return, ast.Expr, ast.AugAssign, ast.AnnAssign))
-                literal = isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)  # a string as a comment
-                if simple and not literal and st.lineno == st.end_lineno:
-                    rows.add(st.lineno - 1)
+    if language == "python":
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for st in node.body[1:]:
+                    simple = isinstance(st, (ast.Assign, ast.Return, ast.Expr, ast.AugAssign, ast.AnnAssign))
+                    literal = isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)  # a string as a comment
+                    if simple and not literal and st.lineno == st.end_lineno:
+                        rows.add(st.lineno - 1)
+    else:
+        rows = _tree_sitter_statements(text, language)
     rows = sorted(rows)
     rng.shuffle(rows)
     return rows[:per_file]
+
+
+def _tree_sitter_statements(text: str, language: str) -> set[int]:
+    from dg_lsp.context.languages import get_parser
+
+    lines = text.split("\n")
+    rows, stack = set(), [get_parser(language).parse(text.encode("utf-8")).root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        body = node.child_by_field_name("body") if "function" in node.type or "method" in node.type else None
+        if body is None:
+            continue
+        for st in [child for child in body.named_children if "comment" not in child.type][1:]:
+            row = st.start_point.row
+            if st.type in SIMPLE_STATEMENTS and row == st.end_point.row and lines[row].strip() == st.text.decode():
+                rows.add(row)
+    return rows
 
 
 def edit(text: str, row: int, scenario: str, rng: random.Random):
@@ -78,7 +114,12 @@ def edit(text: str, row: int, scenario: str, rng: random.Random):
     return text[:start + cut] + text[start + len(code):], start + cut, None, code[cut:]
 
 
-def compiles(text: str) -> bool:
+def compiles(text: str, language: str = "python") -> bool:
+    """Python: the text parses. Other languages: tree-sitter finds no ERROR or MISSING node in it."""
+    if language != "python":
+        from dg_lsp.context.syntax import syntax_error_count
+
+        return syntax_error_count(text, language) == 0
     try:
         ast.parse(text)
     except (SyntaxError, ValueError):
@@ -119,11 +160,12 @@ class Session:
     def status(self) -> dict:
         return self.client.request("workspace/executeCommand", {"command": "dgLsp.status", "arguments": []}) or {}
 
-    def answer(self, uri: str, doc: str, start: int, end: int | None) -> tuple[str, int, int, str | None]:
+    def answer(self, uri: str, doc: str, start: int, end: int | None,
+               language: str = "python") -> tuple[str, int, int, str | None]:
         """(text, range start, range end, refusal reason) as the editor would apply it."""
         from dg_lsp.bench.quality.lsp_runner import first_item, offset_of, utf16_position
 
-        self.client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+        self.client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1,
                                                                      "text": doc}})
         try:
             if end is not None:
@@ -155,14 +197,15 @@ def run(args) -> list[dict]:
 
     paths = args.paths or [str(stdlib_dir() / name) for name in HELD_OUT_PACKAGES]
     rng = random.Random(args.seed)
-    files = [f for f in python_files(paths) if compiles(f.read_text(encoding="utf-8", errors="replace"))]
+    files = [(f, language) for f, language in source_files(paths)
+             if compiles(f.read_text(encoding="utf-8", errors="replace"), language)]
     rng.shuffle(files)
     files = files[:args.files]
     session, rows, count = Session(args.server_cwd, args.model), [], 0
     try:
-        for path in files:
+        for path, language in files:
             text = path.read_text(encoding="utf-8")
-            for row in statements(text, rng, args.per_file):
+            for row in statements(text, rng, args.per_file, language):
                 for scenario in args.scenarios:
                     # its own draw: the positions and the cuts do not depend on which scenarios run
                     made = edit(text, row, scenario, random.Random(f"{args.seed}:{path.name}:{row}"))
@@ -172,12 +215,13 @@ def run(args) -> list[dict]:
                     count += 1
                     t0 = time.perf_counter()
                     new, s, e, reason = session.answer(f"file:///tmp/dg-lsp-editing/{count}/{path.name}", doc, start,
-                                                       end)
+                                                       end, language)
                     ms = (time.perf_counter() - t0) * 1000
                     applied = doc[:s] + new + doc[e:]
-                    rows.append({"file": str(path), "line": row + 1, "scenario": scenario, "deleted": deleted,
-                                 "text": new, "reason": reason, "ms": ms, "shown": bool(new.strip()),
-                                 "broken": bool(new.strip()) and compiles(doc) and not compiles(applied),
+                    rows.append({"file": str(path), "language": language, "line": row + 1, "scenario": scenario,
+                                 "deleted": deleted, "text": new, "reason": reason, "ms": ms, "shown": bool(new.strip()),
+                                 "broken": bool(new.strip()) and compiles(doc, language)
+                                 and not compiles(applied, language),
                                  "repeats": scenario != "select" and repeats_below(doc, s, new),
                                  "exact": deleted is not None and bool(new.strip()) and new.strip() == deleted.strip()})
                     if args.progress:
@@ -209,7 +253,7 @@ def report(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.editing", description=__doc__.split("\n")[0])
-    parser.add_argument("paths", nargs="*", help="Python files or directories (default: the held-out stdlib packages)")
+    parser.add_argument("paths", nargs="*", help="source files or directories (default: the held-out stdlib packages)")
     parser.add_argument("--files", type=int, default=9, help="files drawn, seeded")
     parser.add_argument("--per-file", type=int, default=8, help="statements per file")
     parser.add_argument("--scenarios", type=lambda s: [x for x in s.split(",") if x], default=list(SCENARIOS))
