@@ -25,6 +25,7 @@ import re
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
+from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
 log = logging.getLogger(__name__)
@@ -293,12 +294,19 @@ def selection_end(ctx) -> dict:
 
 def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
                                language: str | None) -> bool:
-    """Python: whether a document (its line breaks `\n`) that compiles still does with `text` over [start, end)
-    ((line, column) positions), read whole. The gate reads windows around the hole, and a fill whose last line opens
-    a block over a blank line and code at its depth (`if not isinstance(bg, str):` with no body, click's termui.py)
-    passed it. A selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling.
-    Other languages, and a document that did not compile: True."""
-    if language != "python":
+    """Whether a document (its line breaks `\n`) that compiles still does with `text` over [start, end) ((line,
+    column) positions), read whole: Python by its compiler, a language with a tree-sitter grammar by the parse having
+    no ERROR or MISSING node. The gate reads windows around the hole, and a fill whose last line opens a block over a
+    blank line and code at its depth (`if not isinstance(bg, str):` with no body, click's termui.py) passed it. A
+    selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling. A language
+    without a grammar, and a document that did not compile: True."""
+    if language == "python":
+        def compiles(source: str) -> bool:  # not through python_complaint's cache: whole files would stay in it
+            return python_complaint.__wrapped__(source) is None
+    elif (parser := get_parser(language)) is not None:
+        def compiles(source: str) -> bool:  # not through syntax's tree cache, for the same reason
+            return not parser.parse(source.encode("utf-8")).root_node.has_error
+    else:
         return True
 
     def offset(line: int, column: int) -> int:
@@ -306,9 +314,6 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
         for _ in range(line):
             at = document.index("\n", at) + 1
         return at + column
-
-    def compiles(source: str) -> bool:  # not through python_complaint's cache: whole files would stay in it
-        return python_complaint.__wrapped__(source) is None
 
     if not compiles(document):
         return True

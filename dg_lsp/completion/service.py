@@ -117,13 +117,14 @@ class CompletionService:
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
         """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark); a
-        selection fill after which a Python file that compiled no longer does is no fill."""
+        selection fill after which a file that compiled (Python) or parsed clean (tree-sitter) no longer does is no
+        fill."""
         text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)
         if text and p.req.is_selection and not selection_keeps_compiling(p.req.document, p.ctx.start, p.ctx.end,
                                                                          text, p.ctx.language):
-            log.info("selection fill refused: the file would no longer compile (%d chars)", len(text))
+            log.info("selection fill refused: the file would no longer compile or parse (%d chars)", len(text))
             return ""
         return text
 

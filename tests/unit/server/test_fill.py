@@ -11,6 +11,7 @@ import pytest
 from lsprotocol import types
 
 from dg_lsp.completion import CompletionRequest, CompletionService, Suggestion
+from dg_lsp.completion.postprocess import selection_keeps_compiling
 from dg_lsp.config import Settings
 from dg_lsp.engine import InfillResult
 from dg_lsp.server import build_server
@@ -74,6 +75,20 @@ def test_a_selection_fill_after_which_the_file_no_longer_compiles_is_not_applied
     assert _finish(doc, (row, 4), (row, 13), ran_on) == ""
     whole = ran_on + "\n        p2 = 3"
     assert _finish(doc, (row, 4), (row, 13), whole) == whole
+
+
+def test_a_selection_fill_after_which_a_file_no_longer_parses_clean_is_not_applied():
+    """The other languages are read whole by tree-sitter: a file that parsed clean must still parse clean."""
+    js = "function f(xs) {\n  let total = 0;\n  total += xs.length;\n  return total;\n}\n"
+    assert selection_keeps_compiling(js, (2, 2), (2, 21), "total += 2;", "javascript")
+    assert not selection_keeps_compiling(js, (2, 2), (2, 21), "if (xs) {", "javascript")  # a brace left open
+    assert not selection_keeps_compiling(js, (2, 2), (2, 21), "total += (1;", "javascript")
+    go = "package m\n\nfunc f(x int) int {\n\ty := x + 1\n\treturn y\n}\n"
+    assert not selection_keeps_compiling(go, (3, 1), (3, 11), "y := x +", "go")
+    assert selection_keeps_compiling(go, (3, 1), (3, 11), "y := x * 2", "go")
+    broken = js.replace("return total;", "return (total;")  # did not parse clean before: not judged
+    assert selection_keeps_compiling(broken, (2, 2), (2, 21), "if (xs) {", "javascript")
+    assert selection_keeps_compiling("a b c\n", (0, 0), (0, 1), "(", "haskell")  # no grammar
 
 
 def test_a_selection_inside_a_line_is_filled_on_that_line():
