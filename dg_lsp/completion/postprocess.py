@@ -309,15 +309,36 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
     else:
         return True
 
-    def offset(line: int, column: int) -> int:
-        at = 0
-        for _ in range(line):
-            at = document.index("\n", at) + 1
-        return at + column
-
     if not compiles(document):
         return True
-    return compiles(document[:offset(*start)] + text + document[offset(*end):])
+    return compiles(document[:_offset(document, *start)] + text + document[_offset(document, *end):])
+
+
+def _offset(document: str, line: int, column: int) -> int:
+    """The index in `document` (its line breaks `\n`) of a (line, column) position."""
+    at = 0
+    for _ in range(line):
+        at = document.index("\n", at) + 1
+    return at + column
+
+
+def only_comments(text: str, language: str | None) -> bool:
+    """Whether `text`, read alone, is nothing but comments (at least one): tree-sitter finds no error in it and
+    every node at its top is a comment. False in a language without a grammar."""
+    parser = get_parser(language)
+    if parser is None or not text.strip():
+        return False
+    root = parser.parse(text.encode("utf-8")).root_node
+    return not root.has_error and all("comment" in node.type for node in root.named_children)
+
+
+def replaces_code_with_comments(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                                language: str | None) -> bool:
+    """A selection fill that is only comments over selected text that is not: applied, it deletes the user's code
+    (npm's queryable.js: `this.#data = JSON.parse(obj.data)` selected, `// if the data is not a string, ...`
+    written)."""
+    selected = document[_offset(document, *start):_offset(document, *end)]
+    return bool(selected.strip()) and only_comments(text, language) and not only_comments(selected, language)
 
 
 # -- the one path ---------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
-from .postprocess import finish_suggestion, selection_keeps_compiling, shown_end
+from .postprocess import finish_suggestion, replaces_code_with_comments, selection_keeps_compiling, shown_end
 
 log = logging.getLogger(__name__)
 
@@ -116,15 +116,20 @@ class CompletionService:
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
     def _finish(self, p: _Prepared, result: InfillResult) -> str:
-        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark); a
+        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark). A
         selection fill after which a file that compiled (Python) or parsed clean (tree-sitter) no longer does is no
-        fill."""
+        fill, and so is one that is only comments where code was selected."""
         text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)
-        if text and p.req.is_selection and not selection_keeps_compiling(p.req.document, p.ctx.start, p.ctx.end,
-                                                                         text, p.ctx.language):
+        if not text or not p.req.is_selection:
+            return text
+        document, start, end, language = p.req.document, p.ctx.start, p.ctx.end, p.ctx.language
+        if not selection_keeps_compiling(document, start, end, text, language):
             log.info("selection fill refused: the file would no longer compile or parse (%d chars)", len(text))
+            return ""
+        if replaces_code_with_comments(document, start, end, text, language):
+            log.info("selection fill refused: only comments over selected code (%d chars)", len(text))
             return ""
         return text
 

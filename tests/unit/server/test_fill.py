@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 
 from dg_lsp.completion import CompletionRequest, CompletionService, Suggestion
-from dg_lsp.completion.postprocess import selection_keeps_compiling
+from dg_lsp.completion.postprocess import replaces_code_with_comments, selection_keeps_compiling
 from dg_lsp.config import Settings
 from dg_lsp.engine import InfillResult
 from dg_lsp.server import build_server
@@ -89,6 +89,19 @@ def test_a_selection_fill_after_which_a_file_no_longer_parses_clean_is_not_appli
     broken = js.replace("return total;", "return (total;")  # did not parse clean before: not judged
     assert selection_keeps_compiling(broken, (2, 2), (2, 21), "if (xs) {", "javascript")
     assert selection_keeps_compiling("a b c\n", (0, 0), (0, 1), "(", "haskell")  # no grammar
+
+
+def test_a_selection_fill_of_only_comments_over_selected_code_is_not_applied():
+    """npm's queryable.js: `this.#data = JSON.parse(obj.data)` selected, `// if the data is not a string, ...`
+    written; applied, the code is gone. A comment over a selected comment, or comments with code, are applied."""
+    js = "function f(obj) {\n  let data = 0;\n  data = JSON.parse(obj.data);\n  // parse it\n  return data;\n}\n"
+    assert replaces_code_with_comments(js, (2, 2), (2, 29), "// if the data is not a string", "javascript")
+    assert replaces_code_with_comments(js, (2, 2), (2, 29), "/* a */\n  // b", "javascript")
+    assert not replaces_code_with_comments(js, (3, 2), (3, 13), "// parse the data", "javascript")
+    assert not replaces_code_with_comments(js, (2, 2), (2, 29), "// parse\n  data = 1;", "javascript")
+    # `self.item = item` selected: a comment alone still compiles there (`return self` follows)
+    assert _finish(CLASS, (5, 8), (5, 24), "# keep the item") == ""
+    assert _finish(CLASS, (5, 8), (5, 24), "# keep it\n        self.item = item") == "# keep it\n        self.item = item"
 
 
 def test_a_selection_inside_a_line_is_filled_on_that_line():
