@@ -16,7 +16,7 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
-Four rules come before every reading, outside Python and where the hole is not inside a string or comment
+Five rules come before every reading, outside Python and where the hole is not inside a string or comment
 (`_structure_judge`; the first two read the code as `brackets` scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
   bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
@@ -28,6 +28,10 @@ Four rules come before every reading, outside Python and where the hole is not i
   count misses where the lines below, past the block, read as valid code;
 - in the languages whose blocks indent their bodies (not C and C++: `namespace x {`), a text must not end its line
   opening a `{` over a next line indented no deeper that does not close it (`_opens_a_block_over_its_level`);
+- in JavaScript and TypeScript, a text must add no early error that tree-sitter parses as valid code: a name
+  declared again in its block where one declaration is `let`, `const` or `class` (or over a parameter), a `const`
+  with no value (`bindings.early_errors`; npm's `const from = from.name` over the parameter `from`). Node and tsc
+  refuse the whole file;
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
 
@@ -54,6 +58,7 @@ import re
 from dg_lsp.completion.brackets import (PAIRS, ends_in_literal, gives_back, indent_width, lost_opener,
                                         misaligned_closers, open_counts, open_spans)
 from dg_lsp.context import get_parser, introduces_syntax_errors
+from dg_lsp.context.bindings import early_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
                                    python_mends, python_misindents, python_opens_empty_block, python_region_around,
@@ -317,15 +322,17 @@ _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
 
 
 def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool):
-    """The four rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
+    """The five rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
-    than the window has without it), opens a block over lines of its own level, or does not parse where it stands.
+    than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript and
+    TypeScript), or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
         return None
     lost = lost_opener(prefix, suffix, language, prefix_truncated)
     aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True)
+    early = early_errors(prefix + suffix, language)
 
     def breaks(text: str) -> bool:
         whole = prefix + text + suffix
@@ -334,6 +341,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
         if misaligned_closers(whole, language, len(prefix), deeper=True) > aligned:
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
+            return True
+        if early_errors(whole, language) > early:  # JavaScript and TypeScript only (0 elsewhere)
             return True
         return _error_inside(prefix, text, suffix, language)
     return breaks

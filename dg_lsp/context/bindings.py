@@ -1,0 +1,105 @@
+"""JavaScript and TypeScript early errors that tree-sitter parses as valid code, read from its tree.
+
+A suggestion that declares a name its block already has (`const str = ...` above or below another `const str`,
+or over a parameter `str`), or a `const` with no value, makes the whole file a SyntaxError that Node and the
+TypeScript compiler report before running a line of it ("Identifier 'str' has already been declared",
+"Missing initializer in const declaration"); tree-sitter reads both as valid. `early_errors` counts them in a
+text, so that the syntax gate can refuse a suggestion that adds one (`gate._structure_judge`).
+
+The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
+`let`, `const` or `class` may not be declared again in the same block (by any declaration, `var` and function
+declarations included) nor, in a function's body, be one of its parameters. `var` hoisting out of nested blocks is
+not followed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tree_sitter import Node
+
+from dg_lsp.context.languages import get_parser
+
+LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+
+_SCOPES = frozenset({"program", "statement_block", "switch_body", "class_static_block"})
+_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                        "generator_function_declaration", "generator_function", "method_definition"})
+_HOISTED = frozenset({"function_declaration", "generator_function_declaration", "variable_declaration"})
+_LEXICAL = frozenset({"lexical_declaration", "class_declaration", "abstract_class_declaration"})
+_NAMES = frozenset({"identifier", "shorthand_property_identifier_pattern", "type_identifier"})
+
+
+def _pattern_names(node: Node | None) -> list[str]:
+    """The names a binding pattern binds: not a property's key, a default value or a type annotation."""
+    if node is None:
+        return []
+    if node.type in _NAMES:
+        return [node.text.decode("utf-8", "replace")]
+    if node.type in ("assignment_pattern", "object_assignment_pattern"):
+        return _pattern_names(node.child_by_field_name("left"))
+    if node.type == "pair_pattern":
+        return _pattern_names(node.child_by_field_name("value"))
+    if node.type in ("required_parameter", "optional_parameter"):
+        return _pattern_names(node.child_by_field_name("pattern"))
+    if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters"):
+        return [name for child in node.named_children for name in _pattern_names(child)]
+    return []
+
+
+def _declared(node: Node) -> tuple[list[str], bool]:
+    """The names a statement of a block declares, and whether they are lexical (`let`, `const`, `class`)."""
+    if node.type == "export_statement":
+        inner = node.child_by_field_name("declaration")
+        return _declared(inner) if inner is not None else ([], False)
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        names = [name for d in node.named_children if d.type == "variable_declarator"
+                 for name in _pattern_names(d.child_by_field_name("name"))]
+        return names, node.type in _LEXICAL
+    if node.type in _HOISTED or node.type in _LEXICAL:
+        name = node.child_by_field_name("name")
+        return ([name.text.decode("utf-8", "replace")] if name is not None else []), node.type in _LEXICAL
+    return [], False
+
+
+def _statements(scope: Node) -> list[Node]:
+    if scope.type == "switch_body":  # the cases of one switch share its block
+        return [s for case in scope.named_children for s in case.named_children]
+    return scope.named_children
+
+
+def early_errors(text: str, language: str | None) -> int:
+    """The number of early errors (see the module's docstring) in `text` parsed as `language`: names declared twice
+    in one block where one of the declarations is lexical, and `const` declarations without a value (outside
+    TypeScript's `declare`). 0 outside JavaScript and TypeScript."""
+    if language not in LANGUAGES:
+        return 0
+    errors, stack = 0, [get_parser(language).parse(text.encode("utf-8")).root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type == "lexical_declaration" and node.child_by_field_name("kind") is not None \
+                and node.child_by_field_name("kind").type == "const" \
+                and (node.parent is None or node.parent.type != "ambient_declaration"):
+            errors += sum(1 for d in node.named_children
+                          if d.type == "variable_declarator" and d.child_by_field_name("value") is None)
+        if node.type not in _SCOPES:
+            continue
+        count, lexical = Counter(), set()
+        if node.parent is not None and node.parent.type in _FUNCTIONS:  # `(a, b) =>` or `a =>`
+            params = node.parent.child_by_field_name("parameters") or node.parent.child_by_field_name("parameter")
+            count.update(_pattern_names(params))
+        for statement in _statements(node):
+            names, is_lexical = _declared(statement)
+            count.update(names)
+            if is_lexical:
+                lexical.update(names)
+        errors += sum(n - 1 for name, n in count.items() if n > 1 and name in lexical)
+    return errors
+
+
+def adds_early_error(prefix: str, text: str, suffix: str, language: str | None) -> bool:
+    """Whether `prefix + text + suffix` has more early errors than `prefix + suffix`."""
+    if language not in LANGUAGES:
+        return False
+    return early_errors(prefix + text + suffix, language) > early_errors(prefix + suffix, language)

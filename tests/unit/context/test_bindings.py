@@ -1,0 +1,51 @@
+"""JavaScript and TypeScript early errors that tree-sitter parses as valid (`context.bindings`), and the syntax gate
+refusing a suggestion that adds one: Node refuses the whole file. The examples are suggestions the embedded model
+made in npm's lib/ (the editing diagnostic, session 39)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dg_lsp.completion.postprocess import clean_cut
+from dg_lsp.context.bindings import adds_early_error, early_errors
+
+CASES = {
+    "function f(a) { const a = 1; }": 1,  # over a parameter
+    "function f({a, b: c}, d = 2) { let c = 1; let d; let b = 3; }": 2,  # `b` is a key, not a name
+    "const f = a => { const a = 1 };": 1,
+    "const x = 1;\nconst x = 2;": 1,
+    "class K {}\nfunction K() {}": 1,
+    "export const y = 1;\nlet y;": 1,
+    "switch (a) { case 1: let q = 1; break; case 2: let q = 2; }": 1,  # the cases share one block
+    "const w;": 1,
+    "var x = 1;\nvar x = 2;": 0,  # var may be declared again
+    "let x; { let x; }": 0,  # a nested block is its own
+    "for (const i of xs) { const i = 1 }": 0,
+    "const {a = b, b} = o;": 0,  # a default value names no binding
+}
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_early_errors_are_counted_by_the_specifications_block_rules(language):
+    for text, want in CASES.items():
+        assert early_errors(text, language) == want, text
+    assert early_errors("declare const w: number;", "typescript") == 0  # ambient: no value needed
+    assert early_errors("x = 1\nx = 2\n", "python") == 0
+
+
+def test_only_an_error_the_text_adds_counts():
+    prefix, suffix = "function explain(from) {\n  const str = from.name\n  ", "\n  return str\n}\n"
+    assert adds_early_error(prefix, "const from = from.name", suffix, "javascript")
+    assert not adds_early_error(prefix, "const to = from.name", suffix, "javascript")
+    twice = "const a = 1\nconst a = 2\n"  # an error already there: a text that adds none passes
+    assert not adds_early_error(twice, "const b = 3", "\n", "javascript")
+
+
+def test_the_gate_refuses_a_suggestion_that_declares_a_name_its_block_has():
+    prefix = ("class Pack {\n  async exec (args) {\n    const unicode = this.npm.config.get('unicode')\n"
+              "    const json = this.npm.config.get('json')\n    ")
+    suffix = "\n    return json\n  }\n}\n"
+    assert clean_cut("const unicode = unicode.replace('-', ' ')", prefix, suffix, "javascript") == ""
+    assert clean_cut("const dryRun = this.npm.config.get('dry-run')", prefix, suffix, "javascript") == \
+        "const dryRun = this.npm.config.get('dry-run')"
+    assert clean_cut("const cache", prefix, suffix, "typescript") == ""  # no value
