@@ -3,13 +3,16 @@
 A suggestion that declares a name its block already has (`const str = ...` above or below another `const str`,
 or over a parameter `str`), or a `const` with no value, makes the whole file a SyntaxError that Node and the
 TypeScript compiler report before running a line of it ("Identifier 'str' has already been declared",
-"Missing initializer in const declaration"); tree-sitter reads both as valid. `early_errors` counts them in a
+"Missing initializer in const declaration"), and so does a word that strict code reserves used as a name
+(`package.tar.load(args)` in a class, "Unexpected strict mode reserved word"); tree-sitter reads all three as
+valid. `early_errors` counts them in a
 text, so that the syntax gate can refuse a suggestion that adds one (`gate._structure_judge`).
 
 The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
 `let`, `const` or `class` may not be declared again in the same block (by any declaration, `var` and function
 declarations included) nor, in a function's body, be one of its parameters. `var` hoisting out of nested blocks is
-not followed.
+not followed. Code is strict inside a class, and in a file that imports, exports or starts with "use strict"; a
+function's own "use strict" is not read.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function
 _HOISTED = frozenset({"function_declaration", "generator_function_declaration", "variable_declaration"})
 _LEXICAL = frozenset({"lexical_declaration", "class_declaration", "abstract_class_declaration"})
 _NAMES = frozenset({"identifier", "shorthand_property_identifier_pattern", "type_identifier"})
+_STRICT_RESERVED = frozenset({"implements", "interface", "let", "package", "private", "protected", "public", "static",
+                              "yield"})
 
 
 def _pattern_names(node: Node | None) -> list[str]:
@@ -68,16 +73,28 @@ def _statements(scope: Node) -> list[Node]:
     return scope.named_children
 
 
+def _strict_file(root: Node) -> bool:
+    first = root.named_children[0] if root.named_children else None
+    directive = first is not None and first.type == "expression_statement" and first.named_children \
+        and first.named_children[0].type == "string" and first.text.decode("utf-8", "replace")[1:11] == "use strict"
+    return directive or any(s.type in ("import_statement", "export_statement") for s in root.named_children)
+
+
 def early_errors(text: str, language: str | None) -> int:
     """The number of early errors (see the module's docstring) in `text` parsed as `language`: names declared twice
-    in one block where one of the declarations is lexical, and `const` declarations without a value (outside
-    TypeScript's `declare`). 0 outside JavaScript and TypeScript."""
+    in one block where one of the declarations is lexical, `const` declarations without a value (outside
+    TypeScript's `declare`), and words strict code reserves used as names in strict code. 0 outside JavaScript and
+    TypeScript."""
     if language not in LANGUAGES:
         return 0
-    errors, stack = 0, [get_parser(language).parse(text.encode("utf-8")).root_node]
+    root = get_parser(language).parse(text.encode("utf-8")).root_node
+    errors, stack = 0, [(root, _strict_file(root))]
     while stack:
-        node = stack.pop()
-        stack.extend(node.children)
+        node, strict = stack.pop()
+        strict = strict or node.type == "class_body"
+        stack.extend((child, strict) for child in node.children)
+        if strict and node.type == "identifier" and node.text.decode("utf-8", "replace") in _STRICT_RESERVED:
+            errors += 1
         if node.type == "lexical_declaration" and node.child_by_field_name("kind") is not None \
                 and node.child_by_field_name("kind").type == "const" \
                 and (node.parent is None or node.parent.type != "ambient_declaration"):

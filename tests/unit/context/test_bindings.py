@@ -22,6 +22,11 @@ CASES = {
     "let x; { let x; }": 0,  # a nested block is its own
     "for (const i of xs) { const i = 1 }": 0,
     "const {a = b, b} = o;": 0,  # a default value names no binding
+    "class A { m() { return package.tar } }": 1,  # a class is strict code
+    "import a from 'a'\nconst x = package.tar": 1,  # so is a module
+    "'use strict'\nlet interface = 1": 1,
+    "const x = package.tar": 0,  # a script is not
+    "class A { static m() { let x = 1 } }": 0,  # the keyword is no name
 }
 
 
@@ -49,3 +54,4 @@ def test_the_gate_refuses_a_suggestion_that_declares_a_name_its_block_has():
     assert clean_cut("const dryRun = this.npm.config.get('dry-run')", prefix, suffix, "javascript") == \
         "const dryRun = this.npm.config.get('dry-run')"
     assert clean_cut("const cache", prefix, suffix, "typescript") == ""  # no value
+    assert clean_cut("const tar = await package.tar.load(args)", prefix, suffix, "javascript") == ""
