@@ -4,8 +4,9 @@ A suggestion that declares a name its block already has (`const str = ...` above
 or over a parameter `str`), or a `const` with no value, makes the whole file a SyntaxError that Node and the
 TypeScript compiler report before running a line of it ("Identifier 'str' has already been declared",
 "Missing initializer in const declaration"), and so does a word that strict code reserves used as a name
-(`package.tar.load(args)` in a class, "Unexpected strict mode reserved word"); tree-sitter reads all three as
-valid. `early_errors` counts them in a
+(`package.tar.load(args)` in a class, "Unexpected strict mode reserved word"), as does `await` used as a name in an
+async function or a module (`const tar = await` over the next line's `return`, read as `await` the variable);
+tree-sitter reads all of them as valid. `early_errors` counts them in a
 text, so that the syntax gate can refuse a suggestion that adds one (`gate._structure_judge`).
 
 The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
@@ -77,24 +78,29 @@ def _strict_file(root: Node) -> bool:
     first = root.named_children[0] if root.named_children else None
     directive = first is not None and first.type == "expression_statement" and first.named_children \
         and first.named_children[0].type == "string" and first.text.decode("utf-8", "replace")[1:11] == "use strict"
-    return directive or any(s.type in ("import_statement", "export_statement") for s in root.named_children)
+    return bool(directive) or any(s.type in ("import_statement", "export_statement") for s in root.named_children)
 
 
 def early_errors(text: str, language: str | None) -> int:
     """The number of early errors (see the module's docstring) in `text` parsed as `language`: names declared twice
     in one block where one of the declarations is lexical, `const` declarations without a value (outside
-    TypeScript's `declare`), and words strict code reserves used as names in strict code. 0 outside JavaScript and
+    TypeScript's `declare`), words strict code reserves used as names in strict code, and `await` as a name where it
+is a keyword. 0 outside JavaScript and
     TypeScript."""
     if language not in LANGUAGES:
         return 0
     root = get_parser(language).parse(text.encode("utf-8")).root_node
-    errors, stack = 0, [(root, _strict_file(root))]
+    module = any(s.type in ("import_statement", "export_statement") for s in root.named_children)
+    errors, stack = 0, [(root, _strict_file(root), module)]
     while stack:
-        node, strict = stack.pop()
+        node, strict, asynchronous = stack.pop()
         strict = strict or node.type == "class_body"
-        stack.extend((child, strict) for child in node.children)
-        if strict and node.type == "identifier" and node.text.decode("utf-8", "replace") in _STRICT_RESERVED:
-            errors += 1
+        if node.type in _FUNCTIONS:  # its body awaits where it is async (a module's top level always may)
+            asynchronous = any(child.type == "async" for child in node.children)
+        stack.extend((child, strict, asynchronous) for child in node.children)
+        if node.type == "identifier":
+            word = node.text.decode("utf-8", "replace")
+            errors += (strict and word in _STRICT_RESERVED) or (asynchronous and word == "await")
         if node.type == "lexical_declaration" and node.child_by_field_name("kind") is not None \
                 and node.child_by_field_name("kind").type == "const" \
                 and (node.parent is None or node.parent.type != "ambient_declaration"):

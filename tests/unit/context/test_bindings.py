@@ -27,6 +27,8 @@ CASES = {
     "'use strict'\nlet interface = 1": 1,
     "const x = package.tar": 0,  # a script is not
     "class A { static m() { let x = 1 } }": 0,  # the keyword is no name
+    "async function f() { const g = function () { return await } }": 0,  # not in g, which is not async
+    "async function f() { return await g() }": 0,
 }
 
 
@@ -35,6 +37,8 @@ def test_early_errors_are_counted_by_the_specifications_block_rules(language):
     for text, want in CASES.items():
         assert early_errors(text, language) == want, text
     assert early_errors("declare const w: number;", "typescript") == 0  # ambient: no value needed
+    # JavaScript's grammar reads a lone `await` as a variable (TypeScript's as an error, which the gate sees)
+    assert early_errors("async function f() {\n  const t = await\n  return t\n}", "javascript") == 1
     assert early_errors("x = 1\nx = 2\n", "python") == 0
 
 
