@@ -5,8 +5,9 @@ or over a parameter `str`), or a `const` with no value, makes the whole file a S
 TypeScript compiler report before running a line of it ("Identifier 'str' has already been declared",
 "Missing initializer in const declaration"), and so does a word that strict code reserves used as a name
 (`package.tar.load(args)` in a class, "Unexpected strict mode reserved word"), as does `await` used as a name in an
-async function or a module (`const tar = await` over the next line's `return`, read as `await` the variable);
-tree-sitter reads all of them as valid. `early_errors` counts them in a
+async function or a module (`const tar = await` over the next line's `return`, read as `await` the variable), and a
+word reserved everywhere (TypeScript's grammar reads `const new = existing.get(inst)`); tree-sitter reads all of
+them as valid. `early_errors` counts them in a
 text, so that the syntax gate can refuse a suggestion that adds one (`gate._structure_judge`).
 
 The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
@@ -32,6 +33,11 @@ _FUNCTIONS = frozenset({"function_declaration", "function_expression", "function
 _HOISTED = frozenset({"function_declaration", "generator_function_declaration", "variable_declaration"})
 _LEXICAL = frozenset({"lexical_declaration", "class_declaration", "abstract_class_declaration"})
 _NAMES = frozenset({"identifier", "shorthand_property_identifier_pattern", "type_identifier"})
+_RESERVED = frozenset({
+    "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else", "enum",
+    "export", "extends", "false", "finally", "for", "function", "if", "import", "in", "instanceof", "new", "null",
+    "return", "super", "switch", "this", "throw", "true", "try", "typeof", "var", "void", "while", "with"})
+_ANY_NAME = frozenset({"export_specifier", "import_specifier"})  # `export { _null as null }`
 _STRICT_RESERVED = frozenset({"implements", "interface", "let", "package", "private", "protected", "public", "static",
                               "yield"})
 
@@ -84,8 +90,8 @@ def _strict_file(root: Node) -> bool:
 def early_errors(text: str, language: str | None) -> int:
     """The number of early errors (see the module's docstring) in `text` parsed as `language`: names declared twice
     in one block where one of the declarations is lexical, `const` declarations without a value (outside
-    TypeScript's `declare`), words strict code reserves used as names in strict code, and `await` as a name where it
-is a keyword. 0 outside JavaScript and
+    TypeScript's `declare`), words strict code reserves used as names in strict code, `await` as a name where it
+is a keyword, and reserved words as names. 0 outside JavaScript and
     TypeScript."""
     if language not in LANGUAGES:
         return 0
@@ -98,9 +104,11 @@ is a keyword. 0 outside JavaScript and
         if node.type in _FUNCTIONS:  # its body awaits where it is async (a module's top level always may)
             asynchronous = any(child.type == "async" for child in node.children)
         stack.extend((child, strict, asynchronous) for child in node.children)
-        if node.type == "identifier":
+        if node.type == "identifier" and node.parent is not None and node.parent.type not in _ANY_NAME:
             word = node.text.decode("utf-8", "replace")
-            errors += (strict and word in _STRICT_RESERVED) or (asynchronous and word == "await")
+            # the grammar reads `await (0, f)(path)` as a call of `await`: only a bare `await` counts
+            errors += (word in _RESERVED or (strict and word in _STRICT_RESERVED)
+                       or (asynchronous and word == "await" and node.parent.type != "call_expression"))
         if node.type == "lexical_declaration" and node.child_by_field_name("kind") is not None \
                 and node.child_by_field_name("kind").type == "const" \
                 and (node.parent is None or node.parent.type != "ambient_declaration"):

@@ -29,6 +29,8 @@ CASES = {
     "class A { static m() { let x = 1 } }": 0,  # the keyword is no name
     "async function f() { const g = function () { return await } }": 0,  # not in g, which is not async
     "async function f() { return await g() }": 0,
+    "async function f(p) { return check(await (0, fs.stat)(p)) }": 0,  # read as a call of `await`
+    "const _null = 1\nexport { _null as null };": 0,  # an export's name may be any word
 }
 
 
@@ -37,6 +39,7 @@ def test_early_errors_are_counted_by_the_specifications_block_rules(language):
     for text, want in CASES.items():
         assert early_errors(text, language) == want, text
     assert early_errors("declare const w: number;", "typescript") == 0  # ambient: no value needed
+    assert early_errors("function f(inst) { const new = g(inst); return new }", "typescript") == 2  # a reserved word
     # JavaScript's grammar reads a lone `await` as a variable (TypeScript's as an error, which the gate sees)
     assert early_errors("async function f() {\n  const t = await\n  return t\n}", "javascript") == 1
     assert early_errors("x = 1\nx = 2\n", "python") == 0
