@@ -110,7 +110,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     (`brackets.lost_opener`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
-    structure = _structure_judge(prefix, suffix, language, prefix_truncated)
+    structure = _structure_judge(prefix, suffix, language, prefix_truncated, scope)
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
@@ -321,7 +321,8 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
 _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
 
 
-def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool):
+def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,
+                     scope: tuple[str, str] | None = None):
     """The five rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript and
@@ -332,7 +333,9 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
         return None
     lost = lost_opener(prefix, suffix, language, prefix_truncated)
     aligned = misaligned_closers(prefix + suffix, language, len(prefix), deeper=True)
-    early = early_errors(prefix + suffix, language)
+    # the window, and the scope's lines alone, where a window cut inside a function leaves its block broken
+    regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
+    early = [early_errors(p + s, language) for p, s in regions]
 
     def breaks(text: str) -> bool:
         whole = prefix + text + suffix
@@ -342,8 +345,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
             return True
-        if early_errors(whole, language) > early:  # JavaScript and TypeScript only (0 elsewhere)
-            return True
+        if any(early_errors(p + text + s, language) > n for (p, s), n in zip(regions, early)):
+            return True  # JavaScript and TypeScript only (0 elsewhere)
         return _error_inside(prefix, text, suffix, language)
     return breaks
 

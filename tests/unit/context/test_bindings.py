@@ -49,6 +49,11 @@ def test_only_an_error_the_text_adds_counts():
     prefix, suffix = "function explain(from) {\n  const str = from.name\n  ", "\n  return str\n}\n"
     assert adds_early_error(prefix, "const from = from.name", suffix, "javascript")
     assert not adds_early_error(prefix, "const to = from.name", suffix, "javascript")
+    # a window cut inside a method: tree-sitter runs two methods' statements into one broken block, not judged
+    cut = "    const spec = npa(a)\n    return spec\n  }\n\n  async change (user, pkg) {\n    "
+    assert not adds_early_error(cut, "const spec = npa(pkg)", "\n    return spec\n  }\n}\n", "javascript")
+    assert adds_early_error("class A {\n  async change (user, pkg) {\n    const spec = 1\n    ", "const spec = npa(pkg)",
+                            "\n    return spec\n  }\n}\n", "javascript")
     twice = "const a = 1\nconst a = 2\n"  # an error already there: a text that adds none passes
     assert not adds_early_error(twice, "const b = 3", "\n", "javascript")
 
