@@ -13,9 +13,9 @@ text, so that the syntax gate can refuse a suggestion that adds one (`gate._stru
 The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
 `let`, `const` or `class` may not be declared again in the same block (by any declaration, `var` and function
 declarations included) nor, in a function's body, be one of its parameters. `var` hoisting out of nested blocks is
-not followed, nor are the declarations of a block with a syntax error in it: tree-sitter's recovery runs the
-statements of a window cut inside a method into one block (two methods' `const spec` read as one block's). Code
-is strict inside a class, and in a file that imports, exports or starts with "use strict"; a
+not followed. A block with a syntax error in it is not read, nor is anything inside it: tree-sitter's recovery
+runs the statements of a window cut inside a method into one block (two methods' `const spec` read as one
+block's), and reads a cut switch's `case` as a variable. Code is strict inside a class, and in a file that imports, exports or starts with "use strict"; a
 function's own "use strict" is not read.
 """
 
@@ -105,6 +105,8 @@ is a keyword, and reserved words as names. 0 outside JavaScript and
         strict = strict or node.type == "class_body"
         if node.type in _FUNCTIONS:  # its body awaits where it is async (a module's top level always may)
             asynchronous = any(child.type == "async" for child in node.children)
+        if node.type in _SCOPES and node.has_error:
+            continue  # a block with an error in it, and all inside it, are not read (the module's docstring)
         stack.extend((child, strict, asynchronous) for child in node.children)
         if node.type == "identifier" and node.parent is not None and node.parent.type not in _ANY_NAME:
             word = node.text.decode("utf-8", "replace")
@@ -116,7 +118,7 @@ is a keyword, and reserved words as names. 0 outside JavaScript and
                 and (node.parent is None or node.parent.type != "ambient_declaration"):
             errors += sum(1 for d in node.named_children
                           if d.type == "variable_declarator" and d.child_by_field_name("value") is None)
-        if node.type not in _SCOPES or node.has_error:  # a window cut inside a function runs its blocks together
+        if node.type not in _SCOPES:
             continue
         count, lexical = Counter(), set()
         if node.parent is not None and node.parent.type in _FUNCTIONS:  # `(a, b) =>` or `a =>`
