@@ -345,8 +345,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
             return True
-        if any(early_errors(p + text + s, language) > n for (p, s), n in zip(regions, early)):
-            return True  # JavaScript and TypeScript only (0 elsewhere)
+        if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
+            return True  # JavaScript and TypeScript only (none elsewhere)
         return _error_inside(prefix, text, suffix, language)
     return breaks
 

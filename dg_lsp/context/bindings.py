@@ -1,22 +1,24 @@
 """JavaScript and TypeScript early errors that tree-sitter parses as valid code, read from its tree.
 
-A suggestion that declares a name its block already has (`const str = ...` above or below another `const str`,
-or over a parameter `str`), or a `const` with no value, makes the whole file a SyntaxError that Node and the
-TypeScript compiler report before running a line of it ("Identifier 'str' has already been declared",
-"Missing initializer in const declaration"), and so does a word that strict code reserves used as a name
-(`package.tar.load(args)` in a class, "Unexpected strict mode reserved word"), as does `await` used as a name in an
-async function or a module (`const tar = await` over the next line's `return`, read as `await` the variable), and a
-word reserved everywhere (TypeScript's grammar reads `const new = existing.get(inst)`); tree-sitter reads all of
-them as valid. `early_errors` counts them in a
-text, so that the syntax gate can refuse a suggestion that adds one (`gate._structure_judge`).
+Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
+- a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
+  `str`: "Identifier 'str' has already been declared");
+- a `const` has no value ("Missing initializer in const declaration");
+- a word reserved everywhere is a name (TypeScript's grammar reads `const new = existing.get(inst)`);
+- a word strict code reserves is a name in strict code (`package.tar.load(args)` in a class: "Unexpected strict mode
+  reserved word");
+- `await` is a name in an async function or a module (`const tar = await` over the next line's `return`, which
+  JavaScript's grammar reads as `await` the variable).
+tree-sitter reads all of them as valid. `early_errors` finds them in a text, so that the syntax gate can refuse a
+suggestion that adds one (`gate._structure_judge`).
 
-The rules read are the ones of the ECMAScript specification on one block's declarations: a name declared by
-`let`, `const` or `class` may not be declared again in the same block (by any declaration, `var` and function
-declarations included) nor, in a function's body, be one of its parameters. `var` hoisting out of nested blocks is
-not followed. A block with a syntax error in it is not read, nor is anything inside it: tree-sitter's recovery
-runs the statements of a window cut inside a method into one block (two methods' `const spec` read as one
-block's), and reads a cut switch's `case` as a variable. Code is strict inside a class, and in a file that imports, exports or starts with "use strict"; a
-function's own "use strict" is not read.
+The declaration rules are the ECMAScript specification's for one block: a name declared by `let`, `const` or `class`
+may not be declared again in the same block (by any declaration, `var` and function declarations included) nor, in
+a function's body, be one of its parameters. `var` hoisting out of nested blocks is not followed. Code is strict
+inside a class, and in a file that imports, exports or starts with "use strict"; a function's own "use strict" is
+not read. A block with a syntax error in it is not read, nor is anything inside it: tree-sitter's recovery runs the
+statements of a window cut inside a method into one block (two methods' `const spec` read as one block's), and
+reads a cut switch's `case` as a variable.
 """
 
 from __future__ import annotations
@@ -89,17 +91,18 @@ def _strict_file(root: Node) -> bool:
     return bool(directive) or any(s.type in ("import_statement", "export_statement") for s in root.named_children)
 
 
-def early_errors(text: str, language: str | None) -> int:
-    """The number of early errors (see the module's docstring) in `text` parsed as `language`: names declared twice
-    in one block where one of the declarations is lexical, `const` declarations without a value (outside
-    TypeScript's `declare`), words strict code reserves used as names in strict code, `await` as a name where it
-is a keyword, and reserved words as names. 0 outside JavaScript and
-    TypeScript."""
+def early_errors(text: str, language: str | None) -> Counter:
+    """The early errors (see the module's docstring) in `text` parsed as `language`, as a count of (kind, name):
+    names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
+    declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
+    code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). Empty
+    outside JavaScript and TypeScript."""
+    errors = Counter()
     if language not in LANGUAGES:
-        return 0
+        return errors
     root = get_parser(language).parse(text.encode("utf-8")).root_node
     module = any(s.type in ("import_statement", "export_statement") for s in root.named_children)
-    errors, stack = 0, [(root, _strict_file(root), module)]
+    stack = [(root, _strict_file(root), module)]
     while stack:
         node, strict, asynchronous = stack.pop()
         strict = strict or node.type == "class_body"
@@ -111,13 +114,15 @@ is a keyword, and reserved words as names. 0 outside JavaScript and
         if node.type == "identifier" and node.parent is not None and node.parent.type not in _ANY_NAME:
             word = node.text.decode("utf-8", "replace")
             # the grammar reads `await (0, f)(path)` as a call of `await`: only a bare `await` counts
-            errors += (word in _RESERVED or (strict and word in _STRICT_RESERVED)
-                       or (asynchronous and word == "await" and node.parent.type != "call_expression"))
+            if word in _RESERVED or (strict and word in _STRICT_RESERVED) \
+                    or (asynchronous and word == "await" and node.parent.type != "call_expression"):
+                errors["word", word] += 1
         if node.type == "lexical_declaration" and node.child_by_field_name("kind") is not None \
                 and node.child_by_field_name("kind").type == "const" \
                 and (node.parent is None or node.parent.type != "ambient_declaration"):
-            errors += sum(1 for d in node.named_children
-                          if d.type == "variable_declarator" and d.child_by_field_name("value") is None)
+            for d in node.named_children:
+                if d.type == "variable_declarator" and d.child_by_field_name("value") is None:
+                    errors["const", d.text.decode("utf-8", "replace")] += 1
         if node.type not in _SCOPES:
             continue
         count, lexical = Counter(), set()
@@ -129,12 +134,14 @@ is a keyword, and reserved words as names. 0 outside JavaScript and
             count.update(names)
             if is_lexical:
                 lexical.update(names)
-        errors += sum(n - 1 for name, n in count.items() if n > 1 and name in lexical)
+        for name, n in count.items():
+            if n > 1 and name in lexical:
+                errors["redeclared", name] += n - 1
     return errors
 
 
 def adds_early_error(prefix: str, text: str, suffix: str, language: str | None) -> bool:
-    """Whether `prefix + text + suffix` has more early errors than `prefix + suffix`."""
-    if language not in LANGUAGES:
-        return False
-    return early_errors(prefix + text + suffix, language) > early_errors(prefix + suffix, language)
+    """Whether `prefix + text + suffix` has an early error that `prefix + suffix` has not (by kind and name: a text
+    that ends `const tim` with `e = time.replace(...)` takes that `const`'s missing value away and redeclares
+    `time`, which a total count misses)."""
+    return bool(early_errors(prefix + text + suffix, language) - early_errors(prefix + suffix, language))

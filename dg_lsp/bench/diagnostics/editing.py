@@ -14,10 +14,10 @@ node (tree-sitter, the other languages); `--per-file` of them per file, seeded. 
 - rest: the statement cut after some of its code, the rest deleted (typing it).
 
 Per scenario it prints: positions, shown (a selection: applied), broken (the file compiled, and does not with the
-answer applied; the other languages: it parsed clean and does not), repeats (a suggestion at a line's start whose lines are the next lines of the file: accepted, it
-doubles them), exact (the deleted text back; not for newline) and the p50 latency. A selection fill the editor
-would not be sent counts its reason. `--server-cwd DIR` runs the server from another checkout (`python -m dg_lsp`
-there), to compare two.
+answer applied; the other languages: it parsed clean and does not), repeats (a suggestion at a line's start whose
+lines are the next lines of the file: accepted, it doubles them), exact (the deleted text back; not for newline)
+and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
+server from another checkout (`python -m dg_lsp` there), to compare two.
 """
 
 from __future__ import annotations
@@ -219,7 +219,8 @@ def run(args) -> list[dict]:
                     ms = (time.perf_counter() - t0) * 1000
                     applied = doc[:s] + new + doc[e:]
                     rows.append({"file": str(path), "language": language, "line": row + 1, "scenario": scenario,
-                                 "deleted": deleted, "text": new, "reason": reason, "ms": ms, "shown": bool(new.strip()),
+                                 "deleted": deleted, "text": new, "reason": reason, "ms": ms,
+                                 "shown": bool(new.strip()),
                                  "broken": bool(new.strip()) and compiles(doc, language)
                                  and not compiles(applied, language),
                                  "repeats": scenario != "select" and repeats_below(doc, s, new),
