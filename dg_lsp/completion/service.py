@@ -30,7 +30,8 @@ from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 from . import buckets
 from .cache import SuggestionCache, SuggestionContext, rest_after_typing, typed_since
 from .slots import Computation, DocumentSlots
-from .postprocess import finish_suggestion, replaces_code_with_comments, selection_keeps_compiling, shown_end
+from .postprocess import finish_suggestion, shown_end
+from .selection import refusal
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +125,9 @@ class CompletionService:
                                  max_lines=self.settings.max_lines)
         if not text or not p.req.is_selection:
             return text
-        document, start, end, language = p.req.document, p.ctx.start, p.ctx.end, p.ctx.language
-        if not selection_keeps_compiling(document, start, end, text, language):
-            log.info("selection fill refused: the file would no longer compile or parse (%d chars)", len(text))
-            return ""
-        if replaces_code_with_comments(document, start, end, text, language):
-            log.info("selection fill refused: only comments over selected code (%d chars)", len(text))
+        why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language)
+        if why is not None:
+            log.info("selection fill refused: %s (%d chars)", why, len(text))
             return ""
         return text
 

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 
 from dg_lsp.completion import CompletionRequest, CompletionService, Suggestion
-from dg_lsp.completion.postprocess import replaces_code_with_comments, selection_keeps_compiling
+from dg_lsp.completion.selection import replaces_code_with_comments, selection_keeps_compiling
 from dg_lsp.config import Settings
 from dg_lsp.engine import InfillResult
 from dg_lsp.server import build_server
