@@ -2,10 +2,16 @@
 answer is applied by the editor over the user's code, not shown for the user to take or leave.
 
 `refusal` says why a fill is no fill, or None: the file would no longer compile (Python) or parse clean (the other
-languages with a grammar), or the fill is only comments where code was selected."""
+languages with a grammar), the fill is only comments where code was selected, or it leaves unbound a name that the
+selected code bound and the code after it reads."""
 
 from __future__ import annotations
 
+import ast
+import builtins
+import textwrap
+
+from dg_lsp.context.bindings import LANGUAGES, declared, pattern_names
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
@@ -17,6 +23,8 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
         return "the file would no longer compile or parse"
     if replaces_code_with_comments(document, start, end, text, language):
         return "only comments over selected code"
+    if dropped := dropped_names(document, start, end, text, language):
+        return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
     return None
 
 
@@ -67,3 +75,124 @@ def replaces_code_with_comments(document: str, start: tuple[int, int], end: tupl
     written)."""
     selected = document[_offset(document, *start):_offset(document, *end)]
     return bool(selected.strip()) and only_comments(text, language) and not only_comments(selected, language)
+
+
+def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                  language: str | None) -> list[str]:
+    """The names the selected code declares or assigns that the fill does not, and that the code after the
+    selection reads, with nothing else binding them: applied, the fill leaves them unbound (the stdlib's domreg.py:
+    `parts = s.split()` selected, a `for` loop written, `parts` read below). Python (its `ast`: in the function
+    around the selection, or the module, and not a module global or a builtin) and JavaScript and TypeScript
+    (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the fill
+    does not parse alone, or the document with the fill does not, nothing is known: []."""
+    at, to = _offset(document, *start), _offset(document, *end)
+    indent = document[document.rfind("\n", 0, at) + 1:at]
+    if indent.strip():
+        return []  # a selection inside a line: a part of a statement binds nothing alone
+    applied = document[:at] + text + document[to:]
+    first, last = start[0], start[0] + text.count("\n")  # the fill's lines in the applied document, 0-based
+    if language == "python":
+        return _python_dropped(indent + document[at:to], indent + text, applied, first, last)
+    if language in LANGUAGES:
+        return _script_dropped(indent + document[at:to], indent + text, applied, at, at + len(text), language)
+    return []
+
+
+def _python_bound(code: str) -> set[str] | None:
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError):
+        return None
+    return _python_binds(tree)
+
+
+def _python_binds(tree: ast.AST, outside: range | None = None) -> set[str]:
+    """Names `tree` binds (assigned, defined, imported, a parameter, an `except ... as`), on lines (1-based) outside
+    `outside` where given."""
+    names = set()
+    for node in ast.walk(tree):
+        if outside is not None and getattr(node, "lineno", None) in outside:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _python_dropped(selected: str, text: str, applied: str, first: int, last: int) -> list[str]:
+    before, after = _python_bound(selected), _python_bound(text)
+    if before is None or after is None or not before - after:
+        return []
+    try:
+        module = ast.parse(applied)
+    except (SyntaxError, ValueError):
+        return []
+    scope = module
+    for node in ast.walk(module):  # the innermost function around the fill's first line
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.lineno <= first + 1 <= node.end_lineno and node.lineno >= getattr(scope, "lineno", 0):
+            scope = node
+    fill = range(first + 1, last + 2)
+    bound = _python_binds(scope, fill) | set(dir(builtins))
+    if scope is not module:
+        bound |= _python_globals(module)
+    read = {node.id for node in ast.walk(scope)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.lineno > last + 1}
+    return sorted((before - after) & read - bound)
+
+
+def _python_globals(module: ast.Module) -> set[str]:
+    """The names the module's own statements bind, not what its functions and classes bind inside them."""
+    names, stack = set(), list(module.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _script_declared(code: str, language: str) -> set[str] | None:
+    root = get_parser(language).parse(textwrap.dedent(code).encode("utf-8")).root_node
+    if root.has_error:
+        return None
+    return {name for statement in root.named_children for name in declared(statement)[0]}
+
+
+def _script_dropped(selected: str, text: str, applied: str, at: int, until: int, language: str) -> list[str]:
+    before, after = _script_declared(selected, language), _script_declared(text, language)
+    if before is None or after is None or not before - after:
+        return []
+    source = applied.encode("utf-8")
+    root = get_parser(language).parse(source).root_node
+    if root.has_error:
+        return []
+    lo, hi = len(applied[:at].encode("utf-8")), len(applied[:until].encode("utf-8"))
+    read, bound, stack = set(), set(), [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        inside = node.start_byte < hi and node.end_byte > lo
+        if node.type in ("identifier", "shorthand_property_identifier") and node.start_byte >= hi:
+            read.add(node.text.decode("utf-8", "replace"))
+        if not inside:
+            bound.update(declared(node)[0])
+            if node.type == "formal_parameters":
+                bound.update(pattern_names(node))
+            elif node.type == "arrow_function" and node.child_by_field_name("parameter") is not None:
+                bound.update(pattern_names(node.child_by_field_name("parameter")))
+    return sorted((before - after) & read - bound)

@@ -72,6 +72,7 @@ class Suggestion:
     result: InfillResult | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     source: str = "computed"  # computed | cache | typed (typed through a suggestion) | inflight
+    refusal: str | None = None  # why a selection fill the model wrote is no fill, where the whole document says so
 
 
 def params_from(settings: Settings) -> DenoiseParams:
@@ -116,20 +117,20 @@ class CompletionService:
         suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.judge_suffix or ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
-    def _finish(self, p: _Prepared, result: InfillResult) -> str:
-        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark). A
-        selection fill after which a file that compiled (Python) or parsed clean (tree-sitter) no longer does is no
-        fill, and so is one that is only comments where code was selected."""
+    def _finish(self, p: _Prepared, result: InfillResult) -> tuple[str, str | None]:
+        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark), then for
+        a selection fill the whole document's checks (`selection.refusal`): the text, and why a selection fill
+        with text is no fill (None where it is not refused so)."""
         text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines)
         if not text or not p.req.is_selection:
-            return text
+            return text, None
         why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language)
         if why is not None:
             log.info("selection fill refused: %s (%d chars)", why, len(text))
-            return ""
-        return text
+            return "", why
+        return text, None
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Suggestion | None:
@@ -224,9 +225,9 @@ class CompletionService:
         if outcome is None:  # the computation was stopped (by the client's $/cancelRequest, or a fill)
             self.stats["superseded"] += 1
             return None
-        text, result = outcome
+        text, result, why = outcome
         self.stats["computed"] += 1
-        return self._suggestion(p, text, result, source)
+        return self._suggestion(p, text, result, source, why)
 
     def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
         params = params_from(self.settings)
@@ -254,19 +255,20 @@ class CompletionService:
             if result.cancelled:
                 return None
             # the syntax checks (length ranking, the gate) parse the window: off the event loop
-            text = await asyncio.to_thread(self._finish, p, result) \
+            text, why = await asyncio.to_thread(self._finish, p, result) \
                 if result.text.strip() or len(result.candidates) > 1 else self._finish(p, result)
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
             if use_cache and not result.deadline_hit:  # a fill cut by time may finish when asked again
                 self.cache.put(p.suggestion, text)
-            return text, result
+            return text, result, why
 
         self.stats["computations"] += 1
         return self.slots.start(p.req.doc_key, p.suggestion, infill, run())
 
-    def _suggestion(self, p: _Prepared, text: str, result: InfillResult | None, source: str) -> Suggestion:
+    def _suggestion(self, p: _Prepared, text: str, result: InfillResult | None, source: str,
+                    refusal: str | None = None) -> Suggestion:
         req = p.req
         end = req.end if req.end is not None else (req.line, req.column)
         timings = dict(result.timings_ms if result is not None else {}, context=p.context_ms,
@@ -278,4 +280,4 @@ class CompletionService:
             detail = f", {result.steps} steps" + (", step budget hit" if result.deadline_hit else "")
         log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source, detail)
         return Suggestion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
-                          source=source)
+                          source=source, refusal=refusal)

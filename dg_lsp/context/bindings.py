@@ -46,31 +46,31 @@ _STRICT_RESERVED = frozenset({"implements", "interface", "let", "package", "priv
                               "yield"})
 
 
-def _pattern_names(node: Node | None) -> list[str]:
+def pattern_names(node: Node | None) -> list[str]:
     """The names a binding pattern binds: not a property's key, a default value or a type annotation."""
     if node is None:
         return []
     if node.type in _NAMES:
         return [node.text.decode("utf-8", "replace")]
     if node.type in ("assignment_pattern", "object_assignment_pattern"):
-        return _pattern_names(node.child_by_field_name("left"))
+        return pattern_names(node.child_by_field_name("left"))
     if node.type == "pair_pattern":
-        return _pattern_names(node.child_by_field_name("value"))
+        return pattern_names(node.child_by_field_name("value"))
     if node.type in ("required_parameter", "optional_parameter"):
-        return _pattern_names(node.child_by_field_name("pattern"))
+        return pattern_names(node.child_by_field_name("pattern"))
     if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters"):
-        return [name for child in node.named_children for name in _pattern_names(child)]
+        return [name for child in node.named_children for name in pattern_names(child)]
     return []
 
 
-def _declared(node: Node) -> tuple[list[str], bool]:
+def declared(node: Node) -> tuple[list[str], bool]:
     """The names a statement of a block declares, and whether they are lexical (`let`, `const`, `class`)."""
     if node.type == "export_statement":
         inner = node.child_by_field_name("declaration")
-        return _declared(inner) if inner is not None else ([], False)
+        return declared(inner) if inner is not None else ([], False)
     if node.type in ("lexical_declaration", "variable_declaration"):
         names = [name for d in node.named_children if d.type == "variable_declarator"
-                 for name in _pattern_names(d.child_by_field_name("name"))]
+                 for name in pattern_names(d.child_by_field_name("name"))]
         return names, node.type in _LEXICAL
     if node.type in _HOISTED or node.type in _LEXICAL:
         name = node.child_by_field_name("name")
@@ -128,9 +128,9 @@ def early_errors(text: str, language: str | None) -> Counter:
         count, lexical = Counter(), set()
         if node.parent is not None and node.parent.type in _FUNCTIONS:  # `(a, b) =>` or `a =>`
             params = node.parent.child_by_field_name("parameters") or node.parent.child_by_field_name("parameter")
-            count.update(_pattern_names(params))
+            count.update(pattern_names(params))
         for statement in _statements(node):
-            names, is_lexical = _declared(statement)
+            names, is_lexical = declared(statement)
             count.update(names)
             if is_lexical:
                 lexical.update(names)

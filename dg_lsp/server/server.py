@@ -214,9 +214,10 @@ class DgLspServer(LanguageServer):
         text = suggestion.text
         if not text.strip():
             wrote = suggestion.result is not None and suggestion.result.text.strip()
+            if suggestion.refusal:
+                return _not_applied(f"no fill: what the model wrote does not fit there: {suggestion.refusal}", text)
             return _not_applied("no fill: what the model wrote does not fit there (it would break the code around it, "
-                                "it leaves the selection's block, or it is only comments where code was selected)"
-                                if wrote else "no fill", text)
+                                "or it leaves the selection's block)" if wrote else "no fill", text)
         if (cut := _cut_fill(suggestion)) is not None:
             return _not_applied(cut, text)
         now = self.workspace.text_documents.get(unquote(uri))

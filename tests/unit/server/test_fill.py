@@ -27,9 +27,9 @@ def test_a_selection_fill_is_never_cut_at_a_dedent():
     req = CompletionRequest(SOURCE, "python", 2, 4, end=(5, 16), automatic=False, doc_key="k")
     p = service._prepare(req)  # noqa: SLF001
     answer = "return total\n\n\nprint(add(1, 2))"
-    assert service._finish(p, InfillResult(text=answer)) == answer  # noqa: SLF001
+    assert service._finish(p, InfillResult(text=answer)) == (answer, None)  # noqa: SLF001
     long = "x = 0\n" + "".join(f"    x{i} = {i}\n" for i in range(40)) + "print(1)"
-    assert service._finish(p, InfillResult(text=long)) == long  # noqa: SLF001 - more lines than maxLines
+    assert service._finish(p, InfillResult(text=long)) == (long, None)  # noqa: SLF001 - more lines than maxLines
 
 
 CLASS = ("class Box:\n    def get(self):\n        return self.item\n\n    def put(self, item):\n"
@@ -39,7 +39,7 @@ CLASS = ("class Box:\n    def get(self):\n        return self.item\n\n    def pu
 def _finish(source: str, start: tuple[int, int], end: tuple[int, int], answer: str) -> str:
     service = CompletionService(engine=None, settings=Settings())
     p = service._prepare(CompletionRequest(source, "python", *start, end=end, doc_key="k"))  # noqa: SLF001
-    return service._finish(p, InfillResult(text=answer))  # noqa: SLF001
+    return service._finish(p, InfillResult(text=answer))[0]  # noqa: SLF001
 
 
 def test_a_selection_fill_ends_where_it_dedents_out_of_the_selections_block():
@@ -73,7 +73,7 @@ def test_a_selection_fill_after_which_the_file_no_longer_compiles_is_not_applied
     row = doc.split("\n").index("    bits = []")
     ran_on = "if not p1:\n        p1 = 2\n    if not p2:"
     assert _finish(doc, (row, 4), (row, 13), ran_on) == ""
-    whole = ran_on + "\n        p2 = 3"
+    whole = ran_on + "\n        p2 = 3\n    bits = []"  # it keeps `bits`, which the code below reads
     assert _finish(doc, (row, 4), (row, 13), whole) == whole
 
 
@@ -111,7 +111,7 @@ def test_a_selection_inside_a_line_is_filled_on_that_line():
 
 
 def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12, cut_short: bool = False,
-            written: str | None = None):
+            written: str | None = None, refusal: str | None = None):
     server = build_server(Settings())
     doc = SimpleNamespace(version=3, position_codec=None)
     server.snapshot = lambda uri: (doc, text, text.splitlines(True))
@@ -120,7 +120,8 @@ def _server(text: str, completion_text: str, generated: int = 1, hole: int = 12,
     async def complete_at(uri, start, end, automatic, queue_key=None, snap=None, check=None):
         return (Suggestion(text=completion_text, start=(0, 0), end=(0, 0),
                            result=InfillResult(text=completion_text if written is None else written,
-                                               generated_tokens=generated, hole_length=hole, cut_short=cut_short)),
+                                               generated_tokens=generated, hole_length=hole, cut_short=cut_short),
+                           refusal=refusal),
                 types.Range(start=start, end=end))
 
     async def apply(params):
@@ -150,6 +151,18 @@ def test_a_fill_the_model_wrote_that_does_not_fit_says_so():
     server, applied = _server(SOURCE, "", written="return [3")
     result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
     assert result["applied"] is False and result["reason"].startswith("no fill: what the model wrote does not fit")
+    assert applied == []
+
+
+def test_a_fill_the_whole_document_refuses_says_why():
+    """`selection.refusal`'s reason reaches the user: the service's `_finish` gives it, the server says it."""
+    service = CompletionService(engine=None, settings=Settings())
+    p = service._prepare(CompletionRequest(SOURCE, "python", 1, 4, end=(1, 17), doc_key="k"))  # noqa: SLF001
+    text, why = service._finish(p, InfillResult(text="print(a, b)"))  # noqa: SLF001 - `total` is read below
+    assert text == "" and why == "it no longer binds total, which the code after the selection reads"
+    server, applied = _server(SOURCE, "", written="print(a, b)", refusal=why)
+    result = asyncio.run(server.fill_selection("file:///a.py", RANGE))
+    assert result["applied"] is False and result["reason"] == f"no fill: what the model wrote does not fit there: {why}"
     assert applied == []
 
 

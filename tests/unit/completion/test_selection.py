@@ -1,0 +1,41 @@
+"""A selection fill's whole-document checks (`completion/selection.py`) beyond compiling: a fill that leaves unbound
+a name the selected code bound and the code after it reads is no fill. The examples are fills the embedded model
+wrote in the editing diagnostic (session 39): the stdlib's domreg.py, npm's sbom-spdx.js."""
+
+from __future__ import annotations
+
+from dg_lsp.completion.selection import dropped_names, refusal
+
+PY = ("import os\n\n\ndef names(s, sep):\n    parts = s.split(sep)\n    n = len(parts)\n    if n:\n"
+      "        first = parts[0]\n    else:\n        first = None\n    return n, first, os.sep\n")
+
+
+def test_a_python_fill_that_no_longer_binds_a_name_read_below_is_refused():
+    loop = "for p in s:\n        print(p)"
+    assert dropped_names(PY, (4, 4), (4, 24), loop, "python") == ["parts"]
+    assert refusal(PY, (4, 4), (4, 24), loop, "python") == \
+        "it no longer binds parts, which the code after the selection reads"
+    assert dropped_names(PY, (4, 4), (4, 24), "parts = s.split()", "python") == []  # still bound
+    assert dropped_names(PY, (4, 4), (4, 24), "parts, rest = s.split(sep), None", "python") == []
+
+
+def test_a_name_bound_elsewhere_or_read_only_above_is_not_dropped():
+    assert dropped_names(PY, (7, 8), (7, 24), "first = parts[-1]", "python") == []
+    assert dropped_names(PY, (7, 8), (7, 24), "pass", "python") == []  # `first` is bound in the else too
+    assert dropped_names(PY, (5, 4), (5, 18), "m = len(parts)", "python") == ["n"]
+    assert dropped_names(PY, (5, 4), (5, 18), "sep = 1", "python") == ["n"]  # a parameter stays bound
+    assert dropped_names(PY, (0, 0), (0, 9), "import sys", "python") == ["os"]  # the module's import
+    assert dropped_names(PY, (4, 10), (4, 24), "s.strip()", "python") == []  # inside a line: not a statement
+    assert dropped_names(PY, (4, 4), (4, 24), "parts = (", "python") == []  # the fill does not parse: unknown
+
+
+JS = ("function toSpdx(node, seen) {\n  const uuid = crypto.randomUUID()\n  let license = node.license\n"
+      "  return { uuid, license, seen }\n}\n")
+
+
+def test_a_script_fill_that_no_longer_declares_a_name_read_below_is_refused():
+    assert dropped_names(JS, (1, 2), (1, 34), "const childID = node.id", "javascript") == ["uuid"]  # `{ uuid }`
+    assert dropped_names(JS, (1, 2), (1, 34), "const uuid = node.id", "javascript") == []
+    assert dropped_names(JS, (2, 2), (2, 28), "const url = node.url", "typescript") == ["license"]
+    assert dropped_names(JS, (1, 2), (1, 34), "const seen = 1", "javascript") == ["uuid"]
+    assert dropped_names("const a = 1\nconst b = a\n", (0, 0), (0, 11), "const c = 1", "go") == []  # no reading
