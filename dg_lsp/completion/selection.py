@@ -82,8 +82,8 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     """The names the selected code declares or assigns that the fill does not, and that the code after the
     selection reads, with nothing else binding them: applied, the fill leaves them unbound (the stdlib's domreg.py:
     `parts = s.split()` selected, a `for` loop written, `parts` read below). Python (its `ast`: in the function
-    around the selection, or the module, and not a module global or a builtin) and JavaScript and TypeScript
-    (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the fill
+    around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++ and
+    Java (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the fill
     does not parse alone, or the document with the fill does not, nothing is known: []."""
     at, to = _offset(document, *start), _offset(document, *end)
     indent = document[document.rfind("\n", 0, at) + 1:at]
@@ -93,8 +93,8 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     first, last = start[0], start[0] + text.count("\n")  # the fill's lines in the applied document, 0-based
     if language == "python":
         return _python_dropped(indent + document[at:to], indent + text, applied, first, last)
-    if language in LANGUAGES:
-        return _script_dropped(indent + document[at:to], indent + text, applied, at, at + len(text), language)
+    if language in TREE_LANGUAGES:
+        return _tree_dropped(indent + document[at:to], indent + text, applied, at, at + len(text), language)
     return []
 
 
@@ -166,19 +166,66 @@ def _python_globals(module: ast.Module) -> set[str]:
     return names
 
 
-def _script_declared(code: str, language: str) -> set[str] | None:
-    root = get_parser(language).parse(textwrap.dedent(code).encode("utf-8")).root_node
+# C, C++ and Java: the statements of a function's body, which a fill's text is, parse inside one
+_WRAPPED = {"c": ("void __f(void) {\n", "\n}\n"), "cpp": ("void __f() {\n", "\n}\n"),
+            "java": ("class __C { void __f() {\n", "\n} }\n")}
+_C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_definition", "local_variable_declaration",
+                             "field_declaration", "formal_parameter", "spread_parameter"})
+TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)
+
+
+def _declarator_names(node) -> list[str]:
+    """C, C++, Java: the names a declaration declares, each at the end of its declarator chain (`int *a, b[3] = {0}`:
+    a and b; `String s`: s)."""
+    names = []
+    if node.type in ("formal_parameter", "spread_parameter") and node.child_by_field_name("name") is not None:
+        return [node.child_by_field_name("name").text.decode("utf-8", "replace")]
+    for i in range(node.child_count):
+        if node.field_name_for_child(i) != "declarator":
+            continue
+        d = node.children[i]
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("declarator") or d.child_by_field_name("name") \
+                or (d.named_children[0] if d.named_children else None)
+        if d is not None:
+            names.append(d.text.decode("utf-8", "replace"))
+    return names
+
+
+def _names_declared(node, language: str) -> list[str]:
+    """The names one node declares: JavaScript and TypeScript, a declaration's or a parameter list's; C, C++ and Java,
+    a declaration's (parameters included)."""
+    if language in LANGUAGES:
+        if node.type == "formal_parameters":
+            return pattern_names(node)
+        if node.type == "arrow_function" and node.child_by_field_name("parameter") is not None:
+            return pattern_names(node.child_by_field_name("parameter"))
+        return declared(node)[0]
+    return _declarator_names(node) if node.type in _C_DECLARATIONS else []
+
+
+def _statements_declared(code: str, language: str) -> set[str] | None:
+    """The names the statements of `code` (a run of whole statements) declare, None where it does not parse alone."""
+    head, tail = _WRAPPED.get(language, ("", ""))
+    root = get_parser(language).parse((head + textwrap.dedent(code) + tail).encode("utf-8")).root_node
     if root.has_error:
         return None
-    return {name for statement in root.named_children for name in declared(statement)[0]}
+    body = root
+    if head:  # the wrapping function's body
+        stack = [root]
+        while stack and body is root:
+            node = stack.pop()
+            if node.type in ("compound_statement", "block"):
+                body = node
+            stack.extend(reversed(node.children))
+    return {name for statement in body.named_children for name in _names_declared(statement, language)}
 
 
-def _script_dropped(selected: str, text: str, applied: str, at: int, until: int, language: str) -> list[str]:
-    before, after = _script_declared(selected, language), _script_declared(text, language)
+def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, language: str) -> list[str]:
+    before, after = _statements_declared(selected, language), _statements_declared(text, language)
     if before is None or after is None or not before - after:
         return []
-    source = applied.encode("utf-8")
-    root = get_parser(language).parse(source).root_node
+    root = get_parser(language).parse(applied.encode("utf-8")).root_node
     if root.has_error:
         return []
     lo, hi = len(applied[:at].encode("utf-8")), len(applied[:until].encode("utf-8"))
@@ -186,13 +233,8 @@ def _script_dropped(selected: str, text: str, applied: str, at: int, until: int,
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        inside = node.start_byte < hi and node.end_byte > lo
         if node.type in ("identifier", "shorthand_property_identifier") and node.start_byte >= hi:
             read.add(node.text.decode("utf-8", "replace"))
-        if not inside:
-            bound.update(declared(node)[0])
-            if node.type == "formal_parameters":
-                bound.update(pattern_names(node))
-            elif node.type == "arrow_function" and node.child_by_field_name("parameter") is not None:
-                bound.update(pattern_names(node.child_by_field_name("parameter")))
+        if node.start_byte >= hi or node.end_byte <= lo:  # outside the fill
+            bound.update(_names_declared(node, language))
     return sorted((before - after) & read - bound)

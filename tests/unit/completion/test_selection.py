@@ -1,6 +1,6 @@
 """A selection fill's whole-document checks (`completion/selection.py`) beyond compiling: a fill that leaves unbound
 a name the selected code bound and the code after it reads is no fill. The examples are fills the embedded model
-wrote in the editing diagnostic (session 39): the stdlib's domreg.py, npm's sbom-spdx.js."""
+wrote in the editing diagnostic (session 39): the stdlib's domreg.py, npm's sbom-spdx.js, libidn2's register.c."""
 
 from __future__ import annotations
 
@@ -38,4 +38,18 @@ def test_a_script_fill_that_no_longer_declares_a_name_read_below_is_refused():
     assert dropped_names(JS, (1, 2), (1, 34), "const uuid = node.id", "javascript") == []
     assert dropped_names(JS, (2, 2), (2, 28), "const url = node.url", "typescript") == ["license"]
     assert dropped_names(JS, (1, 2), (1, 34), "const seen = 1", "javascript") == ["uuid"]
-    assert dropped_names("const a = 1\nconst b = a\n", (0, 0), (0, 11), "const c = 1", "go") == []  # no reading
+    assert dropped_names("a := 1\nb := a\n", (0, 0), (0, 6), "c := 1", "go") == []  # not read in Go
+
+
+C = ("int main(int argc, char **argv) {\n  char src[BUFSIZ];\n  int n = argc;\n"
+     "  return copy(src, argv[1]) + n;\n}\n")
+
+
+def test_a_c_or_java_fill_that_no_longer_declares_a_name_read_below_is_refused():
+    """libidn2's register.c: `char src[BUFSIZ];` selected, `int *i;` written; gcc: 'src' undeclared."""
+    assert dropped_names(C, (1, 2), (1, 19), "int *i;", "c") == ["src"]
+    assert dropped_names(C, (1, 2), (1, 19), "char src[64];", "c") == []
+    assert dropped_names(C, (2, 2), (2, 15), "argc = 1;", "cpp") == ["n"]  # a statement, read in a function's body
+    java = "class A {\n  int f(int x) {\n    int y = x + 1;\n    return y;\n  }\n}\n"
+    assert dropped_names(java, (2, 4), (2, 18), "x++;", "java") == ["y"]
+    assert dropped_names(java, (2, 4), (2, 18), "int y = 2, z = 3;", "java") == []
