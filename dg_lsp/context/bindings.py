@@ -16,9 +16,10 @@ The declaration rules are the ECMAScript specification's for one block: a name d
 may not be declared again in the same block (by any declaration, `var` and function declarations included) nor, in
 a function's body, be one of its parameters. `var` hoisting out of nested blocks is not followed. Code is strict
 inside a class, and in a file that imports, exports or starts with "use strict"; a function's own "use strict" is
-not read. A block with a syntax error in it is not read, nor is anything inside it: tree-sitter's recovery runs the
-statements of a window cut inside a method into one block (two methods' `const spec` read as one block's), and
-reads a cut switch's `case` as a variable.
+not read. A block with an ERROR or MISSING node among its statements is not read (the blocks inside it are, each
+on its own), nor is what lies inside an ERROR node: tree-sitter's recovery runs the statements of a window cut
+inside a method into one block (two methods' `const spec` read as one block's), and reads a cut switch's `case` as
+a variable. An error deeper down does not stop a block being read: most windows start inside some statement.
 """
 
 from __future__ import annotations
@@ -102,15 +103,18 @@ def early_errors(text: str, language: str | None) -> Counter:
         return errors
     root = get_parser(language).parse(text.encode("utf-8")).root_node
     module = any(s.type in ("import_statement", "export_statement") for s in root.named_children)
-    stack = [(root, _strict_file(root), module)]
+    stack = [(root, _strict_file(root), module, False, False)]
     while stack:
-        node, strict, asynchronous = stack.pop()
+        node, strict, asynchronous, broken, in_error = stack.pop()
         strict = strict or node.type == "class_body"
         if node.type in _FUNCTIONS:  # its body awaits where it is async (a module's top level always may)
             asynchronous = any(child.type == "async" for child in node.children)
-        if node.type in _SCOPES and node.has_error:
-            continue  # a block with an error in it, and all inside it, are not read (the module's docstring)
-        stack.extend((child, strict, asynchronous) for child in node.children)
+        if node.type in _SCOPES:  # a block with an error among its statements is not read (the module's docstring)
+            broken = any(child.is_error or child.is_missing for child in node.children)
+        in_error = in_error or node.is_error
+        stack.extend((child, strict, asynchronous, broken, in_error) for child in node.children)
+        if broken or in_error:
+            continue
         if node.type == "identifier" and node.parent is not None and node.parent.type not in _ANY_NAME:
             word = node.text.decode("utf-8", "replace")
             # the grammar reads `await (0, f)(path)` as a call of `await`: only a bare `await` counts

@@ -56,6 +56,11 @@ def test_only_an_error_the_text_adds_counts():
     assert not adds_early_error(cut, "const spec = npa(pkg)", "\n    return spec\n  }\n}\n", "javascript")
     whole = "class A {\n  async change (user, pkg) {\n    const spec = 1\n    "
     assert adds_early_error(whole, "const spec = npa(pkg)", "\n    return spec\n  }\n}\n", "javascript")
+    # a window that starts inside a signature has an error at its top: the blocks below are read all the same (zod's
+    # api.ts, `const new = existing.get(inst)` in an arrow function far below the window's start)
+    window = "  fn: (data: O) => unknown,\n): Check {\n  const ch = make((inst) => {\n    const existing = get(inst)\n    "
+    assert adds_early_error(window, "const new = existing.get(inst);", "\n  })\n  return ch\n}\n", "typescript")
+    assert not adds_early_error(window, "const old = existing.get(inst);", "\n  })\n  return ch\n}\n", "typescript")
     # nor a cut switch, whose `case` the recovery reads as a variable
     # (zod's from-json-schema.ts, the window's lines that still did it)
     cut_switch = '\n    case "array": {\n      } else if (items !== undefined) {'
