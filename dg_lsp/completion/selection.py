@@ -169,8 +169,8 @@ def _python_globals(module: ast.Module) -> set[str]:
 # C, C++ and Java: the statements of a function's body, which a fill's text is, parse inside one
 _WRAPPED = {"c": ("void __f(void) {\n", "\n}\n"), "cpp": ("void __f() {\n", "\n}\n"),
             "java": ("class __C { void __f() {\n", "\n} }\n")}
-_C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_definition", "local_variable_declaration",
-                             "field_declaration", "formal_parameter", "spread_parameter"})
+_C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_definition",
+                             "local_variable_declaration", "field_declaration", "formal_parameter", "spread_parameter"})
 TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)
 
 

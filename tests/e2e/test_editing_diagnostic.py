@@ -46,6 +46,30 @@ def test_other_languages_take_their_one_line_statements_and_judge_by_tree_sitter
     assert doc[at:end] == deleted == "total += 1;"
 
 
+@pytest.mark.parametrize("checker", ["node", "gcc"])
+def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, checker):
+    """`--check-with`: a name declared twice parses clean, and Node and gcc refuse it."""
+    from dg_lsp.bench.diagnostics.compilers import available
+
+    if available(checker):
+        pytest.skip(available(checker))
+    name, source = ("mod.js", JS) if checker == "node" else ("mod.c", "int f(int xs) {\n  int total = xs;\n"
+                                                                       "  total += 1;\n  return total;\n}\n")
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    language = "javascript" if checker == "node" else "c"
+    row = 4 if checker == "node" else 2
+    twice = "let total = 2;" if checker == "node" else "int total = 2;"
+    rows = [{"file": str(path), "line": row + 1, "scenario": "select", "shown": True, "text": text,
+             "language": language} for text in (twice, "total += 2;")]
+    editing.check_with(rows, checker, 0)
+    assert [r["compiler_broken"] for r in rows] == [True, False]
+    assert editing.compiles(source, language)  # the parse sees nothing wrong in either
+    table = editing.report([dict(r, broken=False, repeats=False, exact=False, ms=1.0, reason=None) for r in rows],
+                           checker).splitlines()
+    assert f"| broken ({checker}) |" in table[0] and table[2].startswith("| select | 2 | 2 | 0 | 1 |")
+
+
 def test_a_suggestion_that_is_the_next_lines_again_counts_as_repeating_them():
     doc, at, _, _ = editing.edit(SOURCE, 3, "newline", random.Random(0))
     assert editing.repeats_below(doc, at, "return total")

@@ -2,7 +2,9 @@
 its document: edits the quality benchmarks do not make, since they only ever fill a hole cut out of a file.
 
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
-        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--json OUT]
+        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--check-with node|tsc|gcc]
+        [--json OUT]
+    python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json --check-with node|tsc|gcc
 
 PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
 any language the server parses (`context.languages.EXTENSIONS`). Positions: one-line simple statements alone on their
@@ -17,7 +19,9 @@ Per scenario it prints: positions, shown (a selection: applied), broken (the fil
 answer applied; the other languages: it parsed clean and does not), repeats (a suggestion at a line's start whose
 lines are the next lines of the file: accepted, it doubles them), exact (the deleted text back; not for newline)
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
-server from another checkout (`python -m dg_lsp` there), to compare two.
+server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
+compiler's word (`compilers.py`: Node, tsc, gcc): how many shown answers break a file that compiler passed, which a
+parse does not see (a name declared twice, an undeclared name); `--recheck` does that for an earlier run's rows.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+from dg_lsp.bench.diagnostics.compilers import CHECKERS, available
 
 SCENARIOS = ("select", "newline", "blank", "rest")
 
@@ -219,7 +225,7 @@ def run(args) -> list[dict]:
                     ms = (time.perf_counter() - t0) * 1000
                     applied = doc[:s] + new + doc[e:]
                     rows.append({"file": str(path), "language": language, "line": row + 1, "scenario": scenario,
-                                 "deleted": deleted, "text": new, "reason": reason, "ms": ms,
+                                 "deleted": deleted, "text": new, "range": [s, e], "reason": reason, "ms": ms,
                                  "shown": bool(new.strip()),
                                  "broken": bool(new.strip()) and compiles(doc, language)
                                  and not compiles(applied, language),
@@ -232,19 +238,38 @@ def run(args) -> list[dict]:
     return rows
 
 
-def report(rows: list[dict]) -> str:
-    out = ["| scenario | positions | shown / applied | broken | repeats the code below | exact | p50 ms |",
-           "|---|---|---|---|---|---|---|"]
+def check_with(rows: list[dict], checker: str, seed: int) -> None:
+    """Each shown row's `compiler_broken` (`compilers.broken`): the document as the scenario made it, and with the
+    answer applied over its range, through `checker`."""
+    from dg_lsp.bench.diagnostics.compilers import broken
+
+    shown = [r for r in rows if r["shown"]]
+    triples = []
+    for r in shown:
+        text = Path(r["file"]).read_text(encoding="utf-8")
+        doc, start, end, _ = edit(text, r["line"] - 1, r["scenario"],
+                                  random.Random(f"{seed}:{Path(r['file']).name}:{r['line'] - 1}"))
+        s, e = r.get("range") or (start, start if end is None else end)
+        triples.append((doc, doc[:s] + r["text"] + doc[e:], r["file"]))
+    for r, bad in zip(shown, broken(triples, checker)):
+        r["compiler_broken"] = bad
+
+
+def report(rows: list[dict], checker: str | None = None) -> str:
+    column = f" broken ({checker}) |" if checker else ""
+    out = [f"| scenario | positions | shown / applied | broken |{column} repeats the code below | exact | p50 ms |",
+           "|---|---|---|---|---|---|---|" + ("---|" if checker else "")]
     for scenario in SCENARIOS:
         these = [r for r in rows if r["scenario"] == scenario]
         if not these:
             continue
         count = Counter()
         for r in these:
-            count.update(k for k in ("shown", "broken", "repeats", "exact") if r[k])
+            count.update(k for k in ("shown", "broken", "repeats", "exact", "compiler_broken") if r.get(k))
         exact = "-" if scenario == "newline" else str(count["exact"])
-        out.append(f"| {scenario} | {len(these)} | {count['shown']} | {count['broken']} | {count['repeats']} | {exact} "
-                   f"| {statistics.median(r['ms'] for r in these):,.0f} |")
+        compiler = f" {count['compiler_broken']} |" if checker else ""
+        out.append(f"| {scenario} | {len(these)} | {count['shown']} | {count['broken']} |{compiler} {count['repeats']} "
+                   f"| {exact} | {statistics.median(r['ms'] for r in these):,.0f} |")
     reasons = Counter(r["reason"] for r in rows if r["reason"])
     if reasons:
         out.append("")
@@ -263,14 +288,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="the server's --model (default: the embedded model)")
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--check-with", choices=CHECKERS, default=None,
+                        help="also judge each shown answer by the language's own compiler (diagnostics/compilers.py)")
+    parser.add_argument("--recheck", metavar="JSON", default=None,
+                        help="no server: the rows of an earlier run's --json, judged again (with --check-with)")
     args = parser.parse_args(argv)
     unknown = set(args.scenarios) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
-    rows = run(args)
-    print(report(rows))
+    if args.check_with and (why := available(args.check_with)):
+        parser.error(f"--check-with {args.check_with}: {why}")
+    if args.recheck:
+        earlier = json.loads(Path(args.recheck).read_text(encoding="utf-8"))
+        rows, seed = earlier["rows"], earlier.get("seed", 0)
+    else:
+        rows, seed = run(args), args.seed
+    if args.check_with:
+        check_with(rows, args.check_with, seed)
+    print(report(rows, args.check_with))
     if args.json:
-        Path(args.json).write_text(json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"command": " ".join(sys.argv), "seed": seed, "rows": rows}, indent=1),
+                                   encoding="utf-8")
     return 0
 
 
