@@ -305,10 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         rows, seed = run(args), args.seed
     if args.check_with:
         check_with(rows, args.check_with, seed)
-    print(report(rows, args.check_with))
-    if args.json:
+    if args.json:  # first: a report piped into `head` may stop the print
         Path(args.json).write_text(json.dumps({"command": " ".join(sys.argv), "seed": seed, "rows": rows}, indent=1),
                                    encoding="utf-8")
+    print(report(rows, args.check_with))
     return 0
 
 
