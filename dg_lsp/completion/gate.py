@@ -28,9 +28,10 @@ Five rules come before every reading, outside Python and where the hole is not i
   count misses where the lines below, past the block, read as valid code;
 - in the languages whose blocks indent their bodies (not C and C++: `namespace x {`), a text must not end its line
   opening a `{` over a next line indented no deeper that does not close it (`_opens_a_block_over_its_level`);
-- in JavaScript and TypeScript, a text must add no early error that tree-sitter parses as valid code: a name
-  declared again in its block where one declaration is `let`, `const` or `class` (or over a parameter), a `const`
-  with no value (`bindings.early_errors`; npm's `const from = from.name` over the parameter `from`). Node and tsc
+- in JavaScript and TypeScript, a text must add no early error that tree-sitter parses as valid code, in the window
+  or in the scope's lines alone: a name declared again in its block where one declaration is `let`, `const` or
+  `class` (or over a parameter), a `const` with no value, a reserved word as a name, `await` as a name where it is
+  a keyword (`bindings.early_errors`; npm's `const from = from.name` over the parameter `from`). Node and tsc
   refuse the whole file;
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
