@@ -11,7 +11,7 @@ import ast
 import builtins
 import textwrap
 
-from dg_lsp.context.bindings import LANGUAGES, declared, pattern_names
+from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, pattern_names
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
@@ -174,24 +174,6 @@ _C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_d
 TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)
 
 
-def _declarator_names(node) -> list[str]:
-    """C, C++, Java: the names a declaration declares, each at the end of its declarator chain (`int *a, b[3] = {0}`:
-    a and b; `String s`: s)."""
-    names = []
-    if node.type in ("formal_parameter", "spread_parameter") and node.child_by_field_name("name") is not None:
-        return [node.child_by_field_name("name").text.decode("utf-8", "replace")]
-    for i in range(node.child_count):
-        if node.field_name_for_child(i) != "declarator":
-            continue
-        d = node.children[i]
-        while d is not None and d.type != "identifier":
-            d = d.child_by_field_name("declarator") or d.child_by_field_name("name") \
-                or (d.named_children[0] if d.named_children else None)
-        if d is not None:
-            names.append(d.text.decode("utf-8", "replace"))
-    return names
-
-
 def _names_declared(node, language: str) -> list[str]:
     """The names one node declares: JavaScript and TypeScript, a declaration's or a parameter list's; C, C++ and Java,
     a declaration's (parameters included)."""
@@ -201,7 +183,7 @@ def _names_declared(node, language: str) -> list[str]:
         if node.type == "arrow_function" and node.child_by_field_name("parameter") is not None:
             return pattern_names(node.child_by_field_name("parameter"))
         return declared(node)[0]
-    return _declarator_names(node) if node.type in _C_DECLARATIONS else []
+    return declarator_names(node) if node.type in _C_DECLARATIONS else []
 
 
 def _statements_declared(code: str, language: str) -> set[str] | None:

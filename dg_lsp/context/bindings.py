@@ -1,4 +1,6 @@
-"""JavaScript and TypeScript early errors that tree-sitter parses as valid code, read from its tree.
+"""Errors a compiler reports before running a line that tree-sitter parses as valid code, read from its tree:
+JavaScript's and TypeScript's early errors, and C's, C++'s and Java's locals declared twice (`_c_redeclared`: gcc's
+"redeclaration of 'n' with no linkage", javac's "variable n is already defined").
 
 Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
 - a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
@@ -92,12 +94,73 @@ def _strict_file(root: Node) -> bool:
     return bool(directive) or any(s.type in ("import_statement", "export_statement") for s in root.named_children)
 
 
+def declarator_names(node: Node, functions: bool = True) -> list[str]:
+    """C, C++, Java: the names a declaration declares, each at the end of its declarator chain (`int *a, b[3] = {0}`:
+    a and b; `String s`: s). `functions=False`: not a function's (`int f(void);`, which C may declare again)."""
+    names = []
+    if node.type in ("formal_parameter", "spread_parameter") and node.child_by_field_name("name") is not None:
+        return [node.child_by_field_name("name").text.decode("utf-8", "replace")]
+    for i in range(node.child_count):
+        if node.field_name_for_child(i) != "declarator":
+            continue
+        d = node.children[i]
+        while d is not None and d.type != "identifier":
+            if d.type == "function_declarator" and not functions:
+                break
+            d = d.child_by_field_name("declarator") or d.child_by_field_name("name") \
+                or (d.named_children[0] if d.named_children else None)
+        if d is not None and d.type == "identifier":
+            names.append(d.text.decode("utf-8", "replace"))
+    return names
+
+
+
+_C_FAMILY = frozenset({"c", "cpp", "java"})
+_C_BLOCKS = frozenset({"compound_statement", "block", "constructor_body"})
+_C_FUNCTIONS = frozenset({"function_definition", "method_declaration", "constructor_declaration", "lambda_expression"})
+
+
+def _c_parameters(function: Node) -> list[str]:
+    params = function.child_by_field_name("parameters")
+    declarator = function.child_by_field_name("declarator")
+    while params is None and declarator is not None:  # C: `int *f(int a)` holds them in its declarator chain
+        if declarator.type == "function_declarator":
+            params = declarator.child_by_field_name("parameters")
+        declarator = declarator.child_by_field_name("declarator")
+    return [name for p in (params.named_children if params is not None else []) for name in declarator_names(p)]
+
+
+def _c_redeclared(root: Node) -> Counter:
+    """C, C++, Java: locals declared twice in one block, or over a parameter in a function's body ("redeclaration
+    of 'n' with no linkage", "variable n is already defined"). Not a function's declaration nor an `extern` one,
+    which C may repeat; not a block with an ERROR or MISSING node among its statements, nor inside an ERROR node."""
+    errors, stack = Counter(), [(root, False)]
+    while stack:
+        node, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        stack.extend((child, in_error) for child in node.children)
+        if node.type not in _C_BLOCKS or in_error or any(c.is_error or c.is_missing for c in node.children):
+            continue
+        count = Counter(_c_parameters(node.parent) if node.parent is not None and node.parent.type in _C_FUNCTIONS
+                        else [])
+        for statement in node.named_children:
+            extern = any(c.type == "storage_class_specifier" and c.text == b"extern" for c in statement.children)
+            if statement.type in ("declaration", "local_variable_declaration") and not extern:
+                count.update(declarator_names(statement, functions=False))
+        for name, n in count.items():
+            if n > 1:
+                errors["redeclared", name] += n - 1
+    return errors
+
+
 def early_errors(text: str, language: str | None) -> Counter:
     """The early errors (see the module's docstring) in `text` parsed as `language`, as a count of (kind, name):
     names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
     declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
-    code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). Empty
-    outside JavaScript and TypeScript."""
+    code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C,
+    C++ and Java, locals declared twice in one block (`_c_redeclared`). Empty in other languages."""
+    if language in _C_FAMILY:
+        return _c_redeclared(get_parser(language).parse(text.encode("utf-8")).root_node)
     errors = Counter()
     if language not in LANGUAGES:
         return errors

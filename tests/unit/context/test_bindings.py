@@ -58,7 +58,8 @@ def test_only_an_error_the_text_adds_counts():
     assert adds_early_error(whole, "const spec = npa(pkg)", "\n    return spec\n  }\n}\n", "javascript")
     # a window that starts inside a signature has an error at its top: the blocks below are read all the same (zod's
     # api.ts, `const new = existing.get(inst)` in an arrow function far below the window's start)
-    window = "  fn: (data: O) => unknown,\n): Check {\n  const ch = make((inst) => {\n    const existing = get(inst)\n    "
+    window = ("  fn: (data: O) => unknown,\n): Check {\n  const ch = make((inst) => {\n"
+              "    const existing = get(inst)\n    ")
     assert adds_early_error(window, "const new = existing.get(inst);", "\n  })\n  return ch\n}\n", "typescript")
     assert not adds_early_error(window, "const old = existing.get(inst);", "\n  })\n  return ch\n}\n", "typescript")
     # nor a cut switch, whose `case` the recovery reads as a variable
@@ -82,3 +83,19 @@ def test_the_gate_refuses_a_suggestion_that_declares_a_name_its_block_has():
         "const dryRun = this.npm.config.get('dry-run')"
     assert clean_cut("const cache", prefix, suffix, "typescript") == ""  # no value
     assert clean_cut("const tar = await package.tar.load(args)", prefix, suffix, "javascript") == ""
+
+
+def test_c_cpp_and_java_locals_declared_twice_in_a_block_are_early_errors():
+    """libidn2's register.c: `char *insertname2;` written where the block has it; gcc: "redeclaration of
+    'insertname2' with no linkage". Not a function's declaration nor an `extern` one, which C may repeat."""
+    c = ("int f(int a) {\n  int a2 = 1;\n  int b; int b;\n  { int b; }\n  int g(void); int g(void);\n"
+         "  extern int e; extern int e;\n}\n")
+    assert early_errors(c, "c") == {("redeclared", "b"): 1}
+    assert early_errors("int f(int a) { int a = 1; return a; }", "c") == {("redeclared", "a"): 1}  # a parameter
+    over = early_errors("int *f(char **argv) {\n  char *argv = 0;\n  return 0;\n}\n", "cpp")
+    assert over == {("redeclared", "argv"): 1}
+    assert early_errors("class A { void f(int a) { String s; String s; } }", "java") == {("redeclared", "s"): 1}
+    prefix = "int main(void) {\n  char *insertname;\n  char *insertname2;\n  "
+    suffix = "\n  return use(insertname, insertname2);\n}\n"
+    assert clean_cut("char *insertname2;", prefix, suffix, "c") == ""
+    assert clean_cut("char *insertname3;", prefix, suffix, "c") == "char *insertname3;"
