@@ -114,7 +114,6 @@ def declarator_names(node: Node, functions: bool = True) -> list[str]:
     return names
 
 
-
 _C_FAMILY = frozenset({"c", "cpp", "java"})
 _C_BLOCKS = frozenset({"compound_statement", "block", "constructor_body"})
 _C_FUNCTIONS = frozenset({"function_definition", "method_declaration", "constructor_declaration", "lambda_expression"})
@@ -139,7 +138,7 @@ def _c_redeclared(root: Node) -> Counter:
         node, in_error = stack.pop()
         in_error = in_error or node.is_error
         stack.extend((child, in_error) for child in node.children)
-        if node.type not in _C_BLOCKS or in_error or any(c.is_error or c.is_missing for c in node.children):
+        if node.type not in _C_BLOCKS or in_error or _broken(node):
             continue
         count = Counter(_c_parameters(node.parent) if node.parent is not None and node.parent.type in _C_FUNCTIONS
                         else [])
@@ -147,10 +146,20 @@ def _c_redeclared(root: Node) -> Counter:
             extern = any(c.type == "storage_class_specifier" and c.text == b"extern" for c in statement.children)
             if statement.type in ("declaration", "local_variable_declaration") and not extern:
                 count.update(declarator_names(statement, functions=False))
-        for name, n in count.items():
-            if n > 1:
-                errors["redeclared", name] += n - 1
+        _count_redeclared(errors, count, set(count))
     return errors
+
+
+def _broken(block: Node) -> bool:
+    """An ERROR or MISSING node among a block's own statements: its declarations are not read."""
+    return any(child.is_error or child.is_missing for child in block.children)
+
+
+def _count_redeclared(errors: Counter, declarations: Counter, lexical: set[str]) -> None:
+    """Into `errors`, each name of `lexical` that `declarations` counts more than once, once per extra declaration."""
+    for name, n in declarations.items():
+        if n > 1 and name in lexical:
+            errors["redeclared", name] += n - 1
 
 
 def early_errors(text: str, language: str | None) -> Counter:
@@ -159,12 +168,15 @@ def early_errors(text: str, language: str | None) -> Counter:
     declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
     code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C,
     C++ and Java, locals declared twice in one block (`_c_redeclared`). Empty in other languages."""
-    if language in _C_FAMILY:
-        return _c_redeclared(get_parser(language).parse(text.encode("utf-8")).root_node)
-    errors = Counter()
-    if language not in LANGUAGES:
-        return errors
+    if language not in LANGUAGES and language not in _C_FAMILY:
+        return Counter()
     root = get_parser(language).parse(text.encode("utf-8")).root_node
+    return _c_redeclared(root) if language in _C_FAMILY else _script_errors(root)
+
+
+def _script_errors(root: Node) -> Counter:
+    """`early_errors` of a JavaScript or TypeScript tree."""
+    errors = Counter()
     module = any(s.type in ("import_statement", "export_statement") for s in root.named_children)
     stack = [(root, _strict_file(root), module, False, False)]
     while stack:
@@ -173,7 +185,7 @@ def early_errors(text: str, language: str | None) -> Counter:
         if node.type in _FUNCTIONS:  # its body awaits where it is async (a module's top level always may)
             asynchronous = any(child.type == "async" for child in node.children)
         if node.type in _SCOPES:  # a block with an error among its statements is not read (the module's docstring)
-            broken = any(child.is_error or child.is_missing for child in node.children)
+            broken = _broken(node)
         in_error = in_error or node.is_error
         stack.extend((child, strict, asynchronous, broken, in_error) for child in node.children)
         if broken or in_error:
@@ -201,9 +213,7 @@ def early_errors(text: str, language: str | None) -> Counter:
             count.update(names)
             if is_lexical:
                 lexical.update(names)
-        for name, n in count.items():
-            if n > 1 and name in lexical:
-                errors["redeclared", name] += n - 1
+        _count_redeclared(errors, count, lexical)
     return errors
 
 

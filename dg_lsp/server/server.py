@@ -213,9 +213,9 @@ class DgLspServer(LanguageServer):
         suggestion, edit_range = answer
         text = suggestion.text
         if not text.strip():
-            wrote = suggestion.result is not None and suggestion.result.text.strip()
             if suggestion.refusal:
                 return _not_applied(f"no fill: what the model wrote does not fit there: {suggestion.refusal}", text)
+            wrote = suggestion.result is not None and suggestion.result.text.strip()
             return _not_applied("no fill: what the model wrote does not fit there (it would break the code around it, "
                                 "or it leaves the selection's block)" if wrote else "no fill", text)
         if (cut := _cut_fill(suggestion)) is not None:

@@ -100,8 +100,7 @@ def broken(triples: list[tuple[str, str, str]], checker: str) -> list[bool]:
                 before, after = codes[2 * k], codes[2 * k + 1]
                 out.append(any(after.count(c) > before.count(c) for c in set(after)))
             return out
-        out = []
-        for doc, applied, source in triples:
-            errors = _node_errors if checker == "node" else lambda t, f: _gcc_errors(t, f, source)
-            out.append(not errors(doc, folder) and bool(errors(applied, folder)))
-        return out
+        def errors(text: str, source: str) -> list[str]:
+            return _node_errors(text, folder) if checker == "node" else _gcc_errors(text, folder, source)
+
+        return [not errors(doc, source) and bool(errors(applied, source)) for doc, applied, source in triples]
