@@ -162,15 +162,89 @@ def _count_redeclared(errors: Counter, declarations: Counter, lexical: set[str])
             errors["redeclared", name] += n - 1
 
 
+_GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
+_GO_DECLARATIONS = frozenset({"var_declaration", "const_declaration", "type_declaration"})
+_GO_SPECS = frozenset({"var_spec", "const_spec", "type_spec", "type_alias"})
+_GO_NAMES = frozenset({"identifier", "type_identifier", "iota", "true", "false", "nil"})  # predeclared names too
+
+
+def _go_names(node: Node) -> list[str]:
+    """Go: the names a `var`, `const` or `type` declaration declares, grouped ones (`var ( ... )`) included."""
+    if node.type in _GO_SPECS:
+        return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
+                if node.field_name_for_child(i) == "name" and node.children[i].type in _GO_NAMES]
+    if node.type in _GO_DECLARATIONS or node.type in ("var_spec_list", "const_spec_list", "type_spec_list"):
+        return [name for child in node.named_children for name in _go_names(child)]
+    return []
+
+
+def _go_parameters(body: Node) -> list[str]:
+    """The receiver's, the parameters' and the named results' names of the function whose body `body` is: Go puts
+    them in the body's own block."""
+    function = body.parent
+    if function is None or function.type not in _GO_FUNCTIONS:
+        return []
+    names = []
+    for field in ("receiver", "parameters", "result"):
+        params = function.child_by_field_name(field)
+        for p in (params.named_children if params is not None and params.type == "parameter_list" else []):
+            names += [p.children[i].text.decode("utf-8", "replace") for i in range(p.child_count)
+                      if p.field_name_for_child(i) == "name" and p.children[i].type in _GO_NAMES]
+    return names
+
+
+def _go_redeclared(root: Node) -> Counter:
+    """Go: in one block, a name declared again by `var`, `const` or `type` ("x redeclared in this block"), a `:=`
+    that declares no new name ("no new variables on left side of :="), and a `:=` whose left side is not names
+    (`s.x := 1`). A function's body starts with its receiver, parameters and named results declared; a file starts
+    with nothing (its package's other files are not read). Functions at a file's top level count too, but not
+    `init` nor methods. The blocks of `if`, `for` and `switch` headers, and a case's implicitly declared names, are
+    not read; nor, as in C, a block with an ERROR or MISSING node among its statements, nor what is inside an ERROR."""
+    errors, stack = Counter(), [(root, False)]
+    while stack:
+        node, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        stack.extend((child, in_error) for child in node.children)
+        if node.type not in ("statement_list", "source_file") or in_error or _broken(node):
+            continue
+        seen = set(_go_parameters(node.parent)) if node.parent is not None and node.parent.type == "block" else set()
+        seen.discard("_")
+        for statement in node.named_children:
+            if statement.type == "short_var_declaration":
+                left = statement.child_by_field_name("left")
+                items = left.named_children if left is not None else []
+                if any(item.type not in _GO_NAMES for item in items):
+                    errors["non-name", left.text.decode("utf-8", "replace")] += 1
+                    continue
+                names = [item.text.decode("utf-8", "replace") for item in items]
+                names = [name for name in names if name != "_"]
+                if names and all(name in seen for name in names):
+                    errors["no new", ", ".join(names)] += 1
+                seen.update(names)
+                continue
+            names = _go_names(statement)
+            if statement.type == "function_declaration" and statement.child_by_field_name("name") is not None:
+                names = [statement.child_by_field_name("name").text.decode("utf-8", "replace")]
+                names = [name for name in names if name != "init"]
+            for name in names:
+                if name != "_" and name in seen:
+                    errors["redeclared", name] += 1
+                seen.add(name)
+    return errors
+
+
 def early_errors(text: str, language: str | None) -> Counter:
     """The early errors (see the module's docstring) in `text` parsed as `language`, as a count of (kind, name):
     names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
     declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
     code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C,
-    C++ and Java, locals declared twice in one block (`_c_redeclared`). Empty in other languages."""
-    if language not in LANGUAGES and language not in _C_FAMILY:
+    C++ and Java, locals declared twice in one block (`_c_redeclared`); in Go, names declared twice in one block and
+    `:=` without a new name (`_go_redeclared`). Empty in other languages."""
+    if language not in LANGUAGES and language not in _C_FAMILY and language != "go":
         return Counter()
     root = get_parser(language).parse(text.encode("utf-8")).root_node
+    if language == "go":
+        return _go_redeclared(root)
     return _c_redeclared(root) if language in _C_FAMILY else _script_errors(root)
 
 

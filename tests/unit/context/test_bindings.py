@@ -99,3 +99,19 @@ def test_c_cpp_and_java_locals_declared_twice_in_a_block_are_early_errors():
     suffix = "\n  return use(insertname, insertname2);\n}\n"
     assert clean_cut("char *insertname2;", prefix, suffix, "c") == ""
     assert clean_cut("char *insertname3;", prefix, suffix, "c") == "char *insertname3;"
+
+
+def test_go_names_declared_twice_in_a_block_and_a_colon_equals_with_no_new_name_are_early_errors():
+    """go build: "no new variables on left side of :=" (`err := f()` where the block has `err`, a parameter or a named
+    result included) and "x redeclared in this block". A `:=` with one new name among old ones is an assignment to
+    those; a nested block, an `if`'s header and `_` declare afresh; `init` may be declared again."""
+    go = ("package p\n\nfunc (r *T) f(x int) (n int, err error) {\n\tx := 2\n\ta, b := 1, 2\n\ta, c := 3, 4\n"
+          "\tvar c = 1\n\t_, _ = 1, 2\n\t_ := 3\n\ts.x := 1\n\tif err := g(); err != nil {\n\t\terr := 3\n\t}\n"
+          "\t{\n\t\tx := 4\n\t}\n\tr := 5\n\treturn\n}\n\nfunc init() {}\nfunc init() {}\nfunc g() {}\nfunc g() {}\n")
+    assert early_errors(go, "go") == {("no new", "x"): 1, ("redeclared", "c"): 1, ("non-name", "s.x"): 1,
+                                      ("no new", "r"): 1, ("redeclared", "g"): 1}
+    prefix = "package p\n\nfunc load(path string) error {\n\tdata, err := read(path)\n\t"
+    suffix = "\n\treturn use(data, err)\n}\n"
+    assert clean_cut("err := check(data)", prefix, suffix, "go") == "err"  # its longest start that declares nothing
+    assert clean_cut("err = check(data)", prefix, suffix, "go") == "err = check(data)"
+    assert clean_cut("n, err := check(data)", prefix, suffix, "go") == "n, err := check(data)"
