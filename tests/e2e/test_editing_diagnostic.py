@@ -46,24 +46,36 @@ def test_other_languages_take_their_one_line_statements_and_judge_by_tree_sitter
     assert doc[at:end] == deleted == "total += 1;"
 
 
-@pytest.mark.parametrize("checker", ["node", "gcc"])
+# per checker: the file (under the test's folder), its language, the statement's row, and a text that declares its
+# name again
+CASES = {
+    "node": ("mod.js", JS, "javascript", 4, "let total = 2;"),
+    "gcc": ("mod.c", "int f(int xs) {\n  int total = xs;\n  total += 1;\n  return total;\n}\n", "c", 2,
+            "int total = 2;"),
+    "javac": ("Mod.java", "class Mod {\n  int f(int xs) {\n    int total = xs;\n    total += 1;\n    return total;\n"
+              "  }\n}\n", "java", 3, "int total = 2;"),
+    "go": ("src/p/mod.go", "package p\n\nfunc f(xs int) int {\n\ttotal := xs\n\ttotal += 1\n\treturn total\n}\n", "go",
+           4, "total := 2"),
+}
+
+
+@pytest.mark.parametrize("checker", sorted(CASES))
 def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, checker):
-    """`--check-with`: a name declared twice parses clean, and Node and gcc refuse it."""
+    """`--check-with`: a name declared twice parses clean, and Node, gcc, javac and go refuse it (go: in a GOPATH, the
+    `src` folder above the file)."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):
         pytest.skip(available(checker))
-    name, source = ("mod.js", JS) if checker == "node" else ("mod.c", "int f(int xs) {\n  int total = xs;\n"
-                                                                       "  total += 1;\n  return total;\n}\n")
+    name, source, language, row, twice = CASES[checker]
     path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source, encoding="utf-8")
-    language = "javascript" if checker == "node" else "c"
-    row = 4 if checker == "node" else 2
-    twice = "let total = 2;" if checker == "node" else "int total = 2;"
     rows = [{"file": str(path), "line": row + 1, "scenario": "select", "shown": True, "text": text,
-             "language": language} for text in (twice, "total += 2;")]
+             "language": language} for text in (twice, "total += 2;" if language != "go" else "total += 2")]
     editing.check_with(rows, checker, 0)
     assert [r["compiler_broken"] for r in rows] == [True, False]
+    assert rows[0]["compiler_errors"] and rows[1]["compiler_errors"] == []
     assert editing.compiles(source, language)  # the parse sees nothing wrong in either
     table = editing.report([dict(r, broken=False, repeats=False, exact=False, ms=1.0, reason=None) for r in rows],
                            checker).splitlines()

@@ -6,10 +6,14 @@ does not see (a name declared twice, an undeclared name, a type error).
   a `const` without a value, reserved words as names), one program over all the files, `noResolve`; the compiler is
   `editors/vscode/node_modules/typescript` (`npm ci` there) or `$DG_LSP_TYPESCRIPT`;
 - `gcc`: `gcc -fsyntax-only` (`g++` for C++), with the source file's folder and its `../include` on the include
-  path.
+  path;
+- `javac`: `javac` on the file alone, against the classes of every source under its package root (the folder its
+  `package` line names), compiled once per check;
+- `go`: `go build` (`go vet` for a `_test.go` file) of the file's package with the file replaced (`-overlay`), in
+  its module (a `go.mod` above it) or else its GOPATH (a `src` folder above it, `GO111MODULE=off`).
 
-`broken(pairs, checker)` takes (document, document with the answer applied, the source file) triples and says, per
-triple, whether the document passed and the applied one does not; None where the checker cannot run.
+`new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
+per triple, the errors of the applied one where the document passed (none where it did not).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "gcc")
+CHECKERS = ("node", "tsc", "gcc", "javac", "go")
 
 # TypeScript's diagnostics that are early errors, not types: redeclared block-scoped variable, duplicate identifier,
 # const without a value, reserved words in strict mode, await outside async, invalid names
@@ -55,6 +59,8 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
+    if checker in ("javac", "go") and shutil.which(checker) is None:
+        return f"{checker} is not on PATH"
     return None
 
 
@@ -82,6 +88,52 @@ def _gcc_errors(text: str, folder: str, source: str) -> list[str]:
                                             if "error: " in line] or ["error"]
 
 
+def _java_root(source: str) -> Path:
+    """The folder a Java source's `package` line makes its root (`org/x/A.java` in package `org.x`: the folder above
+    `org`)."""
+    text = Path(source).read_text(encoding="utf-8", errors="replace")
+    package = re.search(r"^\s*package\s+([\w.]+)\s*;", text, re.MULTILINE)
+    folder = Path(source).resolve().parent
+    for _ in (package.group(1).split(".") if package else []):
+        folder = folder.parent
+    return folder
+
+
+def _javac_errors(text: str, folder: str, source: str, classes: dict[Path, str]) -> list[str]:
+    root = _java_root(source)
+    if root not in classes:  # every source under the root, once per check
+        classes[root] = tempfile.mkdtemp(dir=folder)
+        subprocess.run(["javac", "-proc:none", "-nowarn", "-Xlint:none", "-encoding", "UTF-8", "-d", classes[root],
+                        "-sourcepath", str(root)] + [str(f) for f in sorted(root.rglob("*.java"))],
+                       capture_output=True, text=True, timeout=1200)
+    path = _write(tempfile.mkdtemp(dir=folder), Path(source).name, text)  # the file's name is its class's
+    done = subprocess.run(["javac", "-proc:none", "-nowarn", "-Xlint:none", "-encoding", "UTF-8", "-implicit:none",
+                           "-d", tempfile.mkdtemp(dir=folder), "-cp", classes[root], path],
+                          capture_output=True, text=True, timeout=300)
+    return [] if done.returncode == 0 else [line.split(" error: ", 1)[1] for line in done.stderr.splitlines()
+                                            if " error: " in line] or ["error"]
+
+
+def _go_errors(text: str, folder: str, source: str) -> list[str]:
+    source = os.path.abspath(source)
+    overlay = _write(folder, "overlay.json", json.dumps({"Replace": {source: _write(folder, "check.go", text)}}))
+    command = ["go", "vet" if source.endswith("_test.go") else "build"] + \
+        ([] if source.endswith("_test.go") else ["-o", os.devnull]) + ["-overlay", overlay]
+    env, here = dict(os.environ), Path(source).parent
+    module = next((d for d in [here, *here.parents] if (d / "go.mod").exists()), None)
+    if module is not None:
+        cwd, target = module, "./" + str(here.relative_to(module))
+    else:
+        src = next((d for d in [here, *here.parents] if d.name == "src"), None)
+        if src is None:
+            return ["no go.mod and no GOPATH src folder above the file"]
+        cwd, target = here, str(here.relative_to(src))
+        env.update(GO111MODULE="off", GOPATH=str(src.parent))
+    done = subprocess.run(command + [target], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return [] if done.returncode == 0 else [re.sub(r"^.*?:\d+:\d+: ", "", line) for line in done.stderr.splitlines()
+                                            if re.search(r":\d+:\d+: ", line)] or ["error"]
+
+
 def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     paths = [_write(folder, f"check{i}.ts", text) for i, text in enumerate(texts)]
     done = subprocess.run(["node", "-e", _TSC_SCRIPT, str(typescript_module())] + paths, capture_output=True,
@@ -89,18 +141,30 @@ def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def broken(triples: list[tuple[str, str, str]], checker: str) -> list[bool]:
-    """Per (document, applied, source file): the checker passes the document and fails the applied one. For `tsc`,
-    "fails" means an error the document did not have (by code)."""
+def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[str]]:
+    """Per (document, applied, source file): the checker's errors on the applied document where it passes the
+    document, else none. For `tsc`, the error codes the document did not have."""
     with tempfile.TemporaryDirectory(prefix="dg-lsp-check-") as folder:
         if checker == "tsc":
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
             out = []
             for k in range(len(triples)):
                 before, after = codes[2 * k], codes[2 * k + 1]
-                out.append(any(after.count(c) > before.count(c) for c in set(after)))
+                out.append([str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)])
             return out
-        def errors(text: str, source: str) -> list[str]:
-            return _node_errors(text, folder) if checker == "node" else _gcc_errors(text, folder, source)
+        classes: dict[Path, str] = {}
+        known: dict[tuple[str, str], list[str]] = {}  # a selection's documents are the file itself, again and again
 
-        return [not errors(doc, source) and bool(errors(applied, source)) for doc, applied, source in triples]
+        def errors(text: str, source: str) -> list[str]:
+            if (text, source) not in known:
+                if checker == "node":
+                    known[text, source] = _node_errors(text, folder)
+                elif checker == "javac":
+                    known[text, source] = _javac_errors(text, folder, source, classes)
+                elif checker == "go":
+                    known[text, source] = _go_errors(text, folder, source)
+                else:
+                    known[text, source] = _gcc_errors(text, folder, source)
+            return known[text, source]
+
+        return [[] if errors(doc, source) else errors(applied, source) for doc, applied, source in triples]

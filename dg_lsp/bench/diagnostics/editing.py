@@ -2,9 +2,9 @@
 its document: edits the quality benchmarks do not make, since they only ever fill a hole cut out of a file.
 
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
-        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--check-with node|tsc|gcc]
+        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--check-with node|tsc|gcc|javac|go]
         [--json OUT]
-    python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json --check-with node|tsc|gcc
+    python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json --check-with node|tsc|gcc|javac|go
 
 PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
 any language the server parses (`context.languages.EXTENSIONS`). Positions: one-line simple statements alone on their
@@ -20,7 +20,7 @@ answer applied; the other languages: it parsed clean and does not), repeats (a s
 lines are the next lines of the file: accepted, it doubles them), exact (the deleted text back; not for newline)
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
 server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
-compiler's word (`compilers.py`: Node, tsc, gcc): how many shown answers break a file that compiler passed, which a
+compiler's word (`compilers.py`: Node, tsc, gcc, javac, go): how many shown answers break a file that compiler passed, which a
 parse does not see (a name declared twice, an undeclared name); `--recheck` does that for an earlier run's rows.
 """
 
@@ -239,9 +239,9 @@ def run(args) -> list[dict]:
 
 
 def check_with(rows: list[dict], checker: str, seed: int) -> None:
-    """Each shown row's `compiler_broken` (`compilers.broken`): the document as the scenario made it, and with the
-    answer applied over its range, through `checker`."""
-    from dg_lsp.bench.diagnostics.compilers import broken
+    """Each shown row's `compiler_broken` and `compiler_errors` (`compilers.new_errors`): the document as the scenario
+    made it, and with the answer applied over its range, through `checker`."""
+    from dg_lsp.bench.diagnostics.compilers import new_errors
 
     shown = [r for r in rows if r["shown"]]
     triples = []
@@ -251,8 +251,8 @@ def check_with(rows: list[dict], checker: str, seed: int) -> None:
                                   random.Random(f"{seed}:{Path(r['file']).name}:{r['line'] - 1}"))
         s, e = r.get("range") or (start, start if end is None else end)
         triples.append((doc, doc[:s] + r["text"] + doc[e:], r["file"]))
-    for r, bad in zip(shown, broken(triples, checker)):
-        r["compiler_broken"] = bad
+    for r, errors in zip(shown, new_errors(triples, checker)):
+        r["compiler_broken"], r["compiler_errors"] = bool(errors), errors
 
 
 def report(rows: list[dict], checker: str | None = None) -> str:
