@@ -1,6 +1,7 @@
 """Errors a compiler reports before running a line that tree-sitter parses as valid code, read from its tree:
-JavaScript's and TypeScript's early errors, and C's, C++'s and Java's locals declared twice (`_c_redeclared`: gcc's
-"redeclaration of 'n' with no linkage", javac's "variable n is already defined").
+JavaScript's and TypeScript's early errors, C's, C++'s and Java's locals declared twice (`_c_redeclared`: gcc's
+"redeclaration of 'n' with no linkage", javac's "variable n is already defined"), Java's unreachable statements
+(`_java_unreachable`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
 
 Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
 - a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
@@ -150,6 +151,26 @@ def _c_redeclared(root: Node) -> Counter:
     return errors
 
 
+_JAVA_EXITS = frozenset({"return_statement", "throw_statement", "break_statement", "continue_statement"})
+
+
+def _java_unreachable(root: Node) -> Counter:
+    """Java: a statement after a `return`, `throw`, `break` or `continue` in the same block or switch group ("unreachable
+    statement": javac refuses code that cannot run), once per block. Not read, as in `_c_redeclared`: a block with an
+    ERROR or MISSING node among its statements, nor inside an ERROR node."""
+    errors, stack = Counter(), [(root, False)]
+    while stack:
+        node, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        stack.extend((child, in_error) for child in node.children)
+        if node.type not in ("block", "switch_block_statement_group") or in_error or _broken(node):
+            continue
+        statements = [c for c in node.named_children if "comment" not in c.type and c.type != "switch_label"]
+        if any(s.type in _JAVA_EXITS for s in statements[:-1]):
+            errors["unreachable", ""] += 1
+    return errors
+
+
 def _broken(block: Node) -> bool:
     """An ERROR or MISSING node among a block's own statements: its declarations are not read."""
     return any(child.is_error or child.is_missing for child in block.children)
@@ -238,13 +259,16 @@ def early_errors(text: str, language: str | None) -> Counter:
     names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
     declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
     code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C,
-    C++ and Java, locals declared twice in one block (`_c_redeclared`); in Go, names declared twice in one block and
+    C++ and Java, locals declared twice in one block (`_c_redeclared`), and in Java a statement after a `return`,
+    `throw`, `break` or `continue` (`_java_unreachable`); in Go, names declared twice in one block and
     `:=` without a new name (`_go_redeclared`). Empty in other languages."""
     if language not in LANGUAGES and language not in _C_FAMILY and language != "go":
         return Counter()
     root = get_parser(language).parse(text.encode("utf-8")).root_node
     if language == "go":
         return _go_redeclared(root)
+    if language == "java":
+        return _c_redeclared(root) + _java_unreachable(root)
     return _c_redeclared(root) if language in _C_FAMILY else _script_errors(root)
 
 

@@ -115,3 +115,17 @@ def test_go_names_declared_twice_in_a_block_and_a_colon_equals_with_no_new_name_
     assert clean_cut("err := check(data)", prefix, suffix, "go") == "err"  # its longest start that declares nothing
     assert clean_cut("err = check(data)", prefix, suffix, "go") == "err = check(data)"
     assert clean_cut("n, err := check(data)", prefix, suffix, "go") == "n, err := check(data)"
+
+
+def test_java_statements_after_a_return_throw_break_or_continue_are_early_errors():
+    """javac: "unreachable statement" (commons-lang's RegExUtils: `return null;` suggested on a new line above the
+    method's own code). A switch group's `return` before the next label, and a `break` ending a loop's body, are
+    not."""
+    java = ("class A {\n  int f(int x) {\n    switch (x) { case 1: return 2; case 2: x++; break; default: return 3; }\n"
+            "    while (true) { if (x > 0) break; x++; }\n    { return x; }\n  }\n"
+            "  int g(int x) {\n    if (x > 0) { throw new E(); x++; }\n    return x;\n    // a comment\n  }\n}\n")
+    assert early_errors(java, "java") == {("unreachable", ""): 1}
+    prefix = "class A {\n  String f(String s) {\n    if (s == null) {\n      return null;\n    }\n    "
+    suffix = "\n    return s.trim();\n  }\n}\n"
+    assert clean_cut("return null;", prefix, suffix, "java") == ""
+    assert clean_cut("s = s.strip();", prefix, suffix, "java") == "s = s.strip();"
