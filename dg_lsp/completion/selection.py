@@ -2,8 +2,9 @@
 answer is applied by the editor over the user's code, not shown for the user to take or leave.
 
 `refusal` says why a fill is no fill, or None: the file would no longer compile (Python) or parse clean (the other
-languages with a grammar), the fill is only comments where code was selected, or it leaves unbound a name that the
-selected code bound and the code after it reads."""
+languages with a grammar), the fill is only comments where code was selected, it leaves unbound a name that the
+selected code bound and the code after it reads, or the selected code ended in a `return` or `throw` and the fill
+does not."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import ast
 import builtins
 import textwrap
 
-from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, pattern_names
+from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, go_names, pattern_names
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
@@ -25,6 +26,8 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
         return "only comments over selected code"
     if dropped := dropped_names(document, start, end, text, language):
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
+    if drops_the_exit(document, start, end, text, language):
+        return "the selected code ended in a return or throw, and what the model wrote does not"
     return None
 
 
@@ -82,9 +85,9 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     """The names the selected code declares or assigns that the fill does not, and that the code after the
     selection reads, with nothing else binding them: applied, the fill leaves them unbound (the stdlib's domreg.py:
     `parts = s.split()` selected, a `for` loop written, `parts` read below). Python (its `ast`: in the function
-    around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++ and
-    Java (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the fill
-    does not parse alone, or the document with the fill does not, nothing is known: []."""
+    around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++, Java
+    and Go (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the
+    fill does not parse alone, or the document with the fill does not, nothing is known: []."""
     at, to = _offset(document, *start), _offset(document, *end)
     indent = document[document.rfind("\n", 0, at) + 1:at]
     if indent.strip():
@@ -168,15 +171,23 @@ def _python_globals(module: ast.Module) -> set[str]:
 
 # C, C++ and Java: the statements of a function's body, which a fill's text is, parse inside one
 _WRAPPED = {"c": ("void __f(void) {\n", "\n}\n"), "cpp": ("void __f() {\n", "\n}\n"),
-            "java": ("class __C { void __f() {\n", "\n} }\n")}
+            "java": ("class __C { void __f() {\n", "\n} }\n"), "go": ("package p\n\nfunc __f() {\n", "\n}\n")}
 _C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_definition",
                              "local_variable_declaration", "field_declaration", "formal_parameter", "spread_parameter"})
-TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)
+TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)  # Go included
 
 
 def _names_declared(node, language: str) -> list[str]:
     """The names one node declares: JavaScript and TypeScript, a declaration's or a parameter list's; C, C++ and Java,
-    a declaration's (parameters included)."""
+    a declaration's (parameters included); Go, a declaration's, a `:=`'s or a parameter's."""
+    if language == "go":
+        if node.type == "short_var_declaration" and node.child_by_field_name("left") is not None:
+            return [n.text.decode("utf-8", "replace") for n in node.child_by_field_name("left").named_children
+                    if n.type == "identifier"]
+        if node.type in ("parameter_declaration", "variadic_parameter_declaration"):
+            return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
+                    if node.field_name_for_child(i) == "name"]
+        return go_names(node)
     if language in LANGUAGES:
         if node.type == "formal_parameters":
             return pattern_names(node)
@@ -186,8 +197,8 @@ def _names_declared(node, language: str) -> list[str]:
     return declarator_names(node) if node.type in _C_DECLARATIONS else []
 
 
-def _statements_declared(code: str, language: str) -> set[str] | None:
-    """The names the statements of `code` (a run of whole statements) declare, None where it does not parse alone."""
+def _statements(code: str, language: str) -> list | None:
+    """The statements of `code` (a run of whole statements, comments left out), None where it does not parse alone."""
     head, tail = _WRAPPED.get(language, ("", ""))
     root = get_parser(language).parse((head + textwrap.dedent(code) + tail).encode("utf-8")).root_node
     if root.has_error:
@@ -200,7 +211,17 @@ def _statements_declared(code: str, language: str) -> set[str] | None:
             if node.type in ("compound_statement", "block"):
                 body = node
             stack.extend(reversed(node.children))
-    return {name for statement in body.named_children for name in _names_declared(statement, language)}
+    if [c.type for c in body.named_children] == ["statement_list"]:  # Go
+        body = body.named_children[0]
+    return [c for c in body.named_children if "comment" not in c.type]
+
+
+def _statements_declared(code: str, language: str) -> set[str] | None:
+    """The names the statements of `code` (a run of whole statements) declare, None where it does not parse alone."""
+    statements = _statements(code, language)
+    if statements is None:
+        return None
+    return {name for statement in statements for name in _names_declared(statement, language)}
 
 
 def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, language: str) -> list[str]:
@@ -220,3 +241,69 @@ def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, l
         if node.start_byte >= hi or node.end_byte <= lo:  # outside the fill
             bound.update(_names_declared(node, language))
     return sorted((before - after) & read - bound)
+
+
+# tree-sitter statements that never exit; any other, but for the exits, the ifs and the blocks, is not judged
+_SIMPLE = frozenset({"expression_statement", "lexical_declaration", "variable_declaration", "declaration",
+                     "local_variable_declaration", "short_var_declaration", "assignment_statement", "inc_statement",
+                     "dec_statement", "var_declaration", "const_declaration", "empty_statement"})
+_BLOCKS = frozenset({"statement_block", "compound_statement", "block", "statement_list", "else_clause"})
+
+
+def _tree_exits(node) -> bool | None:
+    """Whether a statement always ends in a `return` or `throw` (an `if` with an `else`: both ways); None where that is
+    not read (a loop, a `switch`, a `try`)."""
+    if node.type in ("return_statement", "throw_statement"):
+        return True
+    if node.type in _BLOCKS:
+        inner = [c for c in node.named_children if "comment" not in c.type]
+        return _tree_exits(inner[-1]) if inner else False
+    if node.type == "if_statement":
+        alternative = node.child_by_field_name("alternative")
+        if alternative is None:
+            return False
+        ways = (_tree_exits(node.child_by_field_name("consequence")), _tree_exits(alternative))
+        return None if None in ways else all(ways)
+    return False if node.type in _SIMPLE else None
+
+
+def _python_exits(node: ast.stmt) -> bool | None:
+    """`_tree_exits` for a Python statement: `return`, `raise`, an `if` with an `else` whose ways both do."""
+    if isinstance(node, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(node, ast.If):
+        if not node.orelse:
+            return False
+        ways = (_python_exits(node.body[-1]), _python_exits(node.orelse[-1]))
+        return None if None in ways else all(ways)
+    compound = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match)
+    return None if isinstance(node, compound) or type(node).__name__ == "TryStar" else False
+
+
+def _ends_in_exit(code: str, language: str | None) -> bool | None:
+    """Whether the run of whole statements `code` ends in a `return` or `throw` (`_tree_exits`); None where it does not
+    parse alone, is empty, or its last statement is not read."""
+    if language == "python":
+        try:
+            body = ast.parse(textwrap.dedent(code)).body
+        except (SyntaxError, ValueError):
+            return None
+        return _python_exits(body[-1]) if body else None
+    if language not in TREE_LANGUAGES:
+        return None
+    statements = _statements(code, language)
+    return _tree_exits(statements[-1]) if statements else None
+
+
+def drops_the_exit(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                   language: str | None) -> bool:
+    """A selection fill that does not end in a `return` or `throw` (`raise`) where the selected code, whole
+    statements, did: applied, the code falls through where it returned (commons-lang's StringUtils: a method's last
+    `return containsNone(...)` selected, two declarations written, and javac's "missing return statement"; jinja2's
+    `return ident` replaced by an `else:` branch). Where either does not parse alone as statements, or the fill's
+    last statement is a loop, `switch` or `try` (not read): False."""
+    at, to = _offset(document, *start), _offset(document, *end)
+    indent = document[document.rfind("\n", 0, at) + 1:at]
+    if indent.strip():
+        return False  # a selection inside a line
+    return _ends_in_exit(indent + document[at:to], language) is True and _ends_in_exit(indent + text, language) is False

@@ -189,13 +189,13 @@ _GO_SPECS = frozenset({"var_spec", "const_spec", "type_spec", "type_alias"})
 _GO_NAMES = frozenset({"identifier", "type_identifier", "iota", "true", "false", "nil"})  # predeclared names too
 
 
-def _go_names(node: Node) -> list[str]:
+def go_names(node: Node) -> list[str]:
     """Go: the names a `var`, `const` or `type` declaration declares, grouped ones (`var ( ... )`) included."""
     if node.type in _GO_SPECS:
         return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
                 if node.field_name_for_child(i) == "name" and node.children[i].type in _GO_NAMES]
     if node.type in _GO_DECLARATIONS or node.type in ("var_spec_list", "const_spec_list", "type_spec_list"):
-        return [name for child in node.named_children for name in _go_names(child)]
+        return [name for child in node.named_children for name in go_names(child)]
     return []
 
 
@@ -243,7 +243,7 @@ def _go_redeclared(root: Node) -> Counter:
                     errors["no new", ", ".join(names)] += 1
                 seen.update(names)
                 continue
-            names = _go_names(statement)
+            names = go_names(statement)
             if statement.type == "function_declaration" and statement.child_by_field_name("name") is not None:
                 names = [statement.child_by_field_name("name").text.decode("utf-8", "replace")]
                 names = [name for name in names if name != "init"]

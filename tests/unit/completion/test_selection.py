@@ -38,7 +38,7 @@ def test_a_script_fill_that_no_longer_declares_a_name_read_below_is_refused():
     assert dropped_names(JS, (1, 2), (1, 34), "const uuid = node.id", "javascript") == []
     assert dropped_names(JS, (2, 2), (2, 28), "const url = node.url", "typescript") == ["license"]
     assert dropped_names(JS, (1, 2), (1, 34), "const seen = 1", "javascript") == ["uuid"]
-    assert dropped_names("a := 1\nb := a\n", (0, 0), (0, 6), "c := 1", "go") == []  # not read in Go
+    assert dropped_names("let a = 1;\nlet b = a;\n", (0, 0), (0, 10), "let c = 1;", "rust") == []  # not read in Rust
 
 
 C = ("int main(int argc, char **argv) {\n  char src[BUFSIZ];\n  int n = argc;\n"
@@ -53,3 +53,30 @@ def test_a_c_or_java_fill_that_no_longer_declares_a_name_read_below_is_refused()
     java = "class A {\n  int f(int x) {\n    int y = x + 1;\n    return y;\n  }\n}\n"
     assert dropped_names(java, (2, 4), (2, 18), "x++;", "java") == ["y"]
     assert dropped_names(java, (2, 4), (2, 18), "int y = 2, z = 3;", "java") == []
+
+
+JAVA = ("class S {\n  static boolean none(CharSequence cs, String invalid) {\n    if (invalid == null) {\n"
+        "      return true;\n    }\n    return none(cs, invalid.toCharArray());\n  }\n}\n")
+
+
+def test_a_fill_that_no_longer_returns_where_the_selection_did_is_refused():
+    """commons-lang's StringUtils (session 40): the method's last `return` selected, two declarations written; javac:
+    "missing return statement". jinja2's `return ident` became an `else:` branch."""
+    two = "final int csLen = cs.length();\n    final int csLast = csLen - 1;"
+    assert refusal(JAVA, (5, 4), (5, 43), two, "java") == \
+        "the selected code ended in a return or throw, and what the model wrote does not"
+    assert refusal(JAVA, (5, 4), (5, 43), "return none(cs, invalid.chars());", "java") is None
+    assert refusal(JAVA, (5, 4), (5, 43), "if (cs == null) {\n      return false;\n    } else {\n"
+                   "      throw new IllegalStateException();\n    }", "java") is None  # both ways exit
+    assert refusal(JAVA, (5, 4), (5, 43), "if (cs == null) {\n      return false;\n    }", "java") is not None
+    assert refusal(JAVA, (5, 4), (5, 43), "for (char c : cs) {\n      return c;\n    }", "java") is None  # not read
+    assert refusal(JAVA, (3, 6), (3, 18), "x = 1;", "java") is not None  # inside an if's block too
+    assert refusal(JAVA, (5, 11), (5, 42), "cs.length() == 0", "java") is None  # inside a line
+    py = "def get(self, ident):\n    ident = self.find(ident)\n    return ident\n"
+    assert refusal(py, (2, 4), (2, 16), "else:\n        self.loads[ident] = None", "python") is not None
+    assert refusal(py, (2, 4), (2, 16), "if ident:\n        return ident\n    raise KeyError(ident)", "python") is None
+    assert refusal(py, (1, 4), (1, 28), "ident = self.lookup(ident)", "python") is None  # no exit selected
+    go = "package p\n\nfunc f(x int) int {\n\ty := x + 1\n\treturn y\n}\n"
+    assert refusal(go, (4, 1), (4, 9), "y++", "go") is not None
+    assert refusal(go, (4, 1), (4, 9), "return y * 2", "go") is None
+    assert refusal(go, (3, 1), (3, 11), "z := x", "go") == "it no longer binds y, which the code after the selection reads"
