@@ -32,7 +32,9 @@ Five rules come before every reading, outside Python and where the hole is not i
   or in the scope's lines alone: a name declared again in its block where one declaration is `let`, `const` or
   `class` (or over a parameter), a `const` with no value, a reserved word as a name, `await` as a name where it is
   a keyword (`bindings.early_errors`; npm's `const from = from.name` over the parameter `from`). Node and tsc
-  refuse the whole file. In C, C++ and Java, likewise a local declared again in its block or over a parameter;
+  refuse the whole file. In C, C++ and Java, likewise a local declared again in its block or over a parameter; in
+  Java, a statement after a `return`, `throw`, `break` or `continue` (javac: "unreachable statement"); in Go, a
+  name declared again in its block, or a `:=` with no new name;
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
 
@@ -327,7 +329,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
     """The five rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
-    TypeScript; a local declared twice in C, C++, Java), or does not parse where it stands.
+    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code), or does not parse where it
+    stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
@@ -347,7 +350,7 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
-            return True  # JavaScript, TypeScript, C, C++ and Java only (none elsewhere)
+            return True  # JavaScript, TypeScript, C, C++, Java and Go only (none elsewhere)
         return _error_inside(prefix, text, suffix, language)
     return breaks
 

@@ -155,9 +155,9 @@ _JAVA_EXITS = frozenset({"return_statement", "throw_statement", "break_statement
 
 
 def _java_unreachable(root: Node) -> Counter:
-    """Java: a statement after a `return`, `throw`, `break` or `continue` in the same block or switch group ("unreachable
-    statement": javac refuses code that cannot run), once per block. Not read, as in `_c_redeclared`: a block with an
-    ERROR or MISSING node among its statements, nor inside an ERROR node."""
+    """Java: a statement after a `return`, `throw`, `break` or `continue` in the same block or switch group
+    ("unreachable statement": javac refuses code that cannot run), once per block. Not read, as in `_c_redeclared`:
+    a block with an ERROR or MISSING node among its statements, nor inside an ERROR node."""
     errors, stack = Counter(), [(root, False)]
     while stack:
         node, in_error = stack.pop()

@@ -51,7 +51,8 @@ def test_a_selection_fill_ends_where_it_dedents_out_of_the_selections_block():
     two = "self.item = item\n        self.count = 1"
     assert _finish(CLASS, (5, 8), (5, 24), two) == two  # the selection's block: both lines
     # a selection that starts at column 0 of whole lines: the lines' own indentation is the block
-    assert _finish(CLASS, (5, 0), (6, 0), "        self.item = item\n    def more(self):\n") == "        self.item = item\n"
+    one = "        self.item = item\n"
+    assert _finish(CLASS, (5, 0), (6, 0), one + "    def more(self):\n") == one
     # over the method's `return self` too, the same cut no longer returns: no fill (`selection.drops_the_exit`)
     assert _finish(CLASS, (5, 0), (7, 0), "        self.item = item\n    def more(self):\n") == ""
 
