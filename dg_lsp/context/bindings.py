@@ -1,7 +1,7 @@
 """Errors a compiler reports before running a line that tree-sitter parses as valid code, read from its tree:
-JavaScript's and TypeScript's early errors, C's, C++'s and Java's locals declared twice (`_c_redeclared`: gcc's
-"redeclaration of 'n' with no linkage", javac's "variable n is already defined"), Java's unreachable statements
-(`_java_unreachable`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
+JavaScript's and TypeScript's early errors, C's and C++'s locals declared twice (`_c_redeclared`: gcc's
+"redeclaration of 'n' with no linkage"), Java's locals declared again in their scope (`_java_redeclared`: javac's
+"variable n is already defined"), Java's unreachable statements (`_java_unreachable`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
 
 Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
 - a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
@@ -116,8 +116,7 @@ def declarator_names(node: Node, functions: bool = True) -> list[str]:
 
 
 _C_FAMILY = frozenset({"c", "cpp", "java"})
-_C_BLOCKS = frozenset({"compound_statement", "block", "constructor_body"})
-_C_FUNCTIONS = frozenset({"function_definition", "method_declaration", "constructor_declaration", "lambda_expression"})
+_C_FUNCTIONS = frozenset({"function_definition", "lambda_expression"})
 
 
 def _c_parameters(function: Node) -> list[str]:
@@ -131,15 +130,15 @@ def _c_parameters(function: Node) -> list[str]:
 
 
 def _c_redeclared(root: Node) -> Counter:
-    """C, C++, Java: locals declared twice in one block, or over a parameter in a function's body ("redeclaration
-    of 'n' with no linkage", "variable n is already defined"). Not a function's declaration nor an `extern` one,
+    """C, C++: locals declared twice in one block, or over a parameter in a function's body ("redeclaration of 'n'
+    with no linkage"). Not a function's declaration nor an `extern` one,
     which C may repeat; not a block with an ERROR or MISSING node among its statements, nor inside an ERROR node."""
     errors, stack = Counter(), [(root, False)]
     while stack:
         node, in_error = stack.pop()
         in_error = in_error or node.is_error
         stack.extend((child, in_error) for child in node.children)
-        if node.type not in _C_BLOCKS or in_error or _broken(node):
+        if node.type != "compound_statement" or in_error or _broken(node):
             continue
         count = Counter(_c_parameters(node.parent) if node.parent is not None and node.parent.type in _C_FUNCTIONS
                         else [])
@@ -149,6 +148,76 @@ def _c_redeclared(root: Node) -> Counter:
                 count.update(declarator_names(statement, functions=False))
         _count_redeclared(errors, count, set(count))
     return errors
+
+
+_JAVA_BODIES = frozenset({"class_body", "interface_body", "enum_body", "annotation_type_body"})
+
+
+def _java_lambda_parameters(node: Node) -> list[str]:
+    params = node.child_by_field_name("parameters")
+    if params is None:
+        return []
+    if params.type == "identifier":  # `v -> v`
+        return [params.text.decode("utf-8", "replace")]
+    if params.type == "inferred_parameters":  # `(a, b) -> a`
+        return [c.text.decode("utf-8", "replace") for c in params.named_children if c.type == "identifier"]
+    return [name for p in params.named_children for name in declarator_names(p)]
+
+
+def _java_declares(node: Node) -> list[str]:
+    """The locals a Java construct declares for what it encloses: a `for`'s init, an enhanced `for`'s variable, a
+    `catch`'s parameter, a `try`'s resources, a lambda's parameters."""
+    if node.type == "for_statement":
+        return [name for i in range(node.child_count) if node.field_name_for_child(i) == "init"
+                and node.children[i].type == "local_variable_declaration"
+                for name in declarator_names(node.children[i], functions=False)]
+    if node.type == "enhanced_for_statement" and node.child_by_field_name("name") is not None:
+        return [node.child_by_field_name("name").text.decode("utf-8", "replace")]
+    if node.type == "catch_clause":
+        return [c.child_by_field_name("name").text.decode("utf-8", "replace") for c in node.named_children
+                if c.type == "catch_formal_parameter" and c.child_by_field_name("name") is not None]
+    if node.type == "try_with_resources_statement":
+        resources = node.child_by_field_name("resources")
+        return [r.child_by_field_name("name").text.decode("utf-8", "replace")
+                for r in (resources.named_children if resources is not None else [])
+                if r.type == "resource" and r.child_by_field_name("name") is not None]
+    if node.type == "lambda_expression":
+        return _java_lambda_parameters(node)
+    return []
+
+
+def _java_redeclared(root: Node) -> Counter:
+    """Java: a local declared again while another local or parameter of that name is in scope, in its block or an
+    enclosing one of the same method, lambdas included ("variable n is already defined in method f": Java, unlike C,
+    lets no local shadow another). A `for`'s variables, an enhanced `for`'s, a `catch`'s parameter, a `try`'s
+    resources and a lambda's parameters count as declared too. A class body (a local or anonymous class) starts
+    afresh; a switch group is read as a block of its own. Not read: a block with an ERROR or MISSING node among its
+    statements (its declarations do not count), nor anything inside an ERROR node."""
+    errors, stack = Counter(), [(root, frozenset(), False)]
+    while stack:
+        node, scope, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        if node.type in _JAVA_BODIES:
+            scope = frozenset()
+        if node.type in ("method_declaration", "constructor_declaration"):
+            scope = frozenset(_c_parameters(node))
+        elif names := _java_declares(node):
+            if not in_error:
+                for name in names:
+                    errors["redeclared", name] += name in scope
+            scope = scope | frozenset(names)
+        if node.type in ("block", "constructor_body", "switch_block_statement_group") and not in_error \
+                and not _broken(node):
+            declared = set()
+            for child in node.children:
+                if child.type == "local_variable_declaration":
+                    for name in declarator_names(child, functions=False):
+                        errors["redeclared", name] += name in scope or name in declared
+                        declared.add(name)
+                stack.append((child, scope | frozenset(declared), in_error))
+            continue
+        stack.extend((child, scope, in_error) for child in node.children)
+    return +errors
 
 
 _JAVA_EXITS = frozenset({"return_statement", "throw_statement", "break_statement", "continue_statement"})
@@ -258,17 +327,18 @@ def early_errors(text: str, language: str | None) -> Counter:
     """The early errors (see the module's docstring) in `text` parsed as `language`, as a count of (kind, name):
     names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
     declarations without a value outside TypeScript's `declare` (`"const"`), reserved words as names, strict
-    code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C,
-    C++ and Java, locals declared twice in one block (`_c_redeclared`), and in Java a statement after a `return`,
-    `throw`, `break` or `continue` (`_java_unreachable`); in Go, names declared twice in one block and
-    `:=` without a new name (`_go_redeclared`). Empty in other languages."""
+    code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C
+    and C++, locals declared twice in one block (`_c_redeclared`); in Java, a local declared where another of that
+    name is in scope (`_java_redeclared`) and a statement after a `return`, `throw`, `break` or `continue`
+    (`_java_unreachable`); in Go, names declared twice in one block and a `:=` without a new name
+    (`_go_redeclared`). Empty in other languages."""
     if language not in LANGUAGES and language not in _C_FAMILY and language != "go":
         return Counter()
     root = get_parser(language).parse(text.encode("utf-8")).root_node
     if language == "go":
         return _go_redeclared(root)
     if language == "java":
-        return _c_redeclared(root) + _java_unreachable(root)
+        return _java_redeclared(root) + _java_unreachable(root)
     return _c_redeclared(root) if language in _C_FAMILY else _script_errors(root)
 
 

@@ -129,3 +129,19 @@ def test_java_statements_after_a_return_throw_break_or_continue_are_early_errors
     suffix = "\n    return s.trim();\n  }\n}\n"
     assert clean_cut("return null;", prefix, suffix, "java") == ""
     assert clean_cut("s = s.strip();", prefix, suffix, "java") == "s = s.strip();"
+
+
+def test_a_java_local_may_not_shadow_another_local_or_parameter_of_its_method():
+    """javac: "variable i is already defined in method f(int)", in a nested block too (`for (int i ...)` inside
+    another's body). A block's locals are out of scope after it; a local or anonymous class starts afresh."""
+    java = ("class A {\n  void f(int x) {\n    for (int i = 0; i < 3; i++) {\n      int y;\n"
+            "      for (int i = 1; ; ) { }\n    }\n    for (String s : xs) { int s; }\n"
+            "    try (Reader r = open()) { int r; } catch (IOException | E e) { int e; }\n"
+            "    Runnable q = () -> { int x; };\n    Function<Integer, Integer> g = x -> x;\n"
+            "    { int y; }\n    int y;\n    new Object() { void h() { int x; } };\n  }\n}\n")
+    assert early_errors(java, "java") == {("redeclared", "i"): 1, ("redeclared", "s"): 1, ("redeclared", "r"): 1,
+                                          ("redeclared", "e"): 1, ("redeclared", "x"): 2}
+    prefix = "class A {\n  int sum(int[] xs) {\n    int total = 0;\n    for (int x : xs) {\n      "
+    suffix = "\n    }\n    return total;\n  }\n}\n"
+    assert clean_cut("int total = x * 2;", prefix, suffix, "java") == ""
+    assert clean_cut("total += x;", prefix, suffix, "java") == "total += x;"
