@@ -93,6 +93,8 @@ def _tree_sitter_statements(text: str, language: str) -> set[int]:
         body = node.child_by_field_name("body") if "function" in node.type or "method" in node.type else None
         if body is None:
             continue
+        if [child.type for child in body.named_children] == ["statement_list"]:  # Go's block holds one
+            body = body.named_children[0]
         for st in [child for child in body.named_children if "comment" not in child.type][1:]:
             row = st.start_point.row
             if st.type in SIMPLE_STATEMENTS and row == st.end_point.row and lines[row].strip() == st.text.decode():
