@@ -47,7 +47,8 @@ def test_other_languages_take_their_one_line_statements_and_judge_by_tree_sitter
 
 
 def test_go_statements_are_read_inside_the_blocks_statement_list():
-    go = "package p\n\nfunc f(xs int) int {\n\ttotal := xs\n\ttotal += 1\n\tif total > 2 {\n\t\ttotal--\n\t}\n\treturn total\n}\n"
+    go = ("package p\n\nfunc f(xs int) int {\n\ttotal := xs\n\ttotal += 1\n\tif total > 2 {\n\t\ttotal--\n\t}\n"
+          "\treturn total\n}\n")
     assert sorted(editing.statements(go, random.Random(0), 10, "go")) == [4, 8]  # not the first, not the if's body
 
 
