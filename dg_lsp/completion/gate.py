@@ -16,7 +16,7 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
-Five rules come before every reading, outside Python and where the hole is not inside a string or comment
+Six rules come before every reading, outside Python and where the hole is not inside a string or comment
 (`_structure_judge`; the first two read the code as `brackets` scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
   bracket, a `}` is indented deeper than the `{` it closes, or closes nothing in a window that starts the file:
@@ -35,6 +35,9 @@ Five rules come before every reading, outside Python and where the hole is not i
   refuse the whole file. In C, C++ and Java, likewise a local declared again in its block or over a parameter; in
   Java, a statement after a `return`, `throw`, `break` or `continue` (javac: "unreachable statement"); in Go, a
   name declared again in its block, or a `:=` with no new name;
+- a statement the text starts, in a block, must not take in the code line after the text, indented no deeper than
+  the line it starts on (`_takes_the_next_line`): `if (cls != null)` or `final` alone over the user's next line
+  make that line part of them (javac: "variable declaration not allowed here");
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
 
@@ -326,11 +329,11 @@ _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
 
 def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,
                      scope: tuple[str, str] | None = None):
-    """The five rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
+    """The six rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
-    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code), or does not parse where it
-    stands.
+    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code), starts a statement that takes
+    in the next line, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
@@ -348,6 +351,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
         if misaligned_closers(whole, language, len(prefix), deeper=True) > aligned:
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
+            return True
+        if _takes_the_next_line(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
             return True  # JavaScript, TypeScript, C, C++, Java and Go only (none elsewhere)
@@ -379,6 +384,44 @@ def _opens_a_block_over_its_level(prefix: str, text: str, suffix: str, language:
         return False  # the line goes on after the `{` (an auto-paired `}` or `)`): not a block's header alone
     below = next((line for line in lines if line.strip()), None)
     return below is not None and not below.lstrip().startswith("}")
+
+
+# where a statement stands among others: a function's body, a block (a file's top level and a class body are not
+# read, where an annotation, a decorator or an attribute alone on its line rightly heads the declaration below it)
+_STATEMENT_LISTS = frozenset({"block", "compound_statement", "statement_block", "statement_list",
+                              "switch_block_statement_group", "constructor_body", "switch_case", "switch_default",
+                              "case_statement", "expression_case", "default_case"})
+
+
+def _takes_the_next_line(prefix: str, text: str, suffix: str, language: str) -> bool:
+    """Whether a statement that starts in `text`, in a block, takes in the next code line after the text's last
+    line, indented no deeper than the line it starts on: a header with no braces (`if (cls != null)` over the
+    user's `final Class<?> cls = ...`: javac's "variable declaration not allowed here") or a modifier alone (`final`
+    over `d = ...`) makes the user's next line part of it, and a line of JavaScript without its semicolon runs into
+    a next line that starts with `(` or `[`. Not where code follows the text on its own line, nor over a `{` on a
+    line of its own (GNU and Allman styles), nor a block the text opens, a label or an ERROR node (the other rules
+    read those)."""
+    whole = prefix + text + suffix
+    start, end = len(prefix), len(prefix) + len(text.rstrip())
+    line_end = whole.find("\n", end)
+    if end == start or line_end < 0 or whole[end:line_end].strip():
+        return False
+    below = re.compile(r"\S").search(whole, line_end)
+    if below is None or below.group() == "{":
+        return False  # a block's `{` on a line of its own (GNU and Allman styles) is the header's
+    at, begin = len(whole[:below.start()].encode("utf-8")), len(prefix.encode("utf-8"))
+    node = get_parser(language).parse(whole.encode("utf-8")).root_node.descendant_for_byte_range(at, at + 1)
+    while node is not None and node.start_byte >= at:  # the innermost node that starts before the next line
+        node = node.parent
+    while node is not None and node.parent is not None and node.type not in _STATEMENT_LISTS \
+            and node.parent.type not in _STATEMENT_LISTS:
+        node = node.parent  # the statement it is part of
+    if node is None or node.parent is None or node.start_byte < begin \
+            or node.type in _STATEMENT_LISTS or node.type in ("ERROR", "labeled_statement"):
+        return False  # a block the text opens is `_opens_a_block_over_its_level`'s; Go's list starts at its first line
+    head = len(whole.encode("utf-8")[:node.start_byte].decode("utf-8", "replace"))
+    return indent_width(whole[whole.rfind("\n", 0, below.start()) + 1:below.start()]) \
+        <= indent_width(whole[whole.rfind("\n", 0, head) + 1:head])
 
 
 def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:
