@@ -34,7 +34,8 @@ Six rules come before every reading, outside Python and where the hole is not in
   a keyword (`bindings.early_errors`; npm's `const from = from.name` over the parameter `from`). Node and tsc
   refuse the whole file. In C, C++ and Java, likewise a local declared again in its block or over a parameter; in
   Java, a statement after a `return`, `throw`, `break` or `continue` (javac: "unreachable statement"); in Go, a
-  name declared again in its block, or a `:=` with no new name;
+  name declared again in its block, or a `:=` with no new name; in Go and Java, a `return` with the wrong count
+  of values;
 - a statement the text starts, in a block, must not take in the code line after the text, indented no deeper than
   the line it starts on (`_takes_the_next_line`): `if (cls != null)` or `final` alone over the user's next line
   make that line part of them (javac: "variable declaration not allowed here");

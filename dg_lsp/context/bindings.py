@@ -1,7 +1,8 @@
 """Errors a compiler reports before running a line that tree-sitter parses as valid code, read from its tree:
 JavaScript's and TypeScript's early errors, C's and C++'s locals declared twice (`_c_redeclared`: gcc's
 "redeclaration of 'n' with no linkage"), Java's locals declared again in their scope (`_java_redeclared`: javac's
-"variable n is already defined"), Java's unreachable statements (`_java_unreachable`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
+"variable n is already defined"), Java's unreachable statements (`_java_unreachable`), Go's and Java's returns
+that give the wrong count of values (`_return_errors`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
 
 Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
 - a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
@@ -323,6 +324,52 @@ def _go_redeclared(root: Node) -> Counter:
     return errors
 
 
+def _go_results(function: Node) -> tuple[int, bool]:
+    """How many values a Go function returns, and whether its results are named (a bare `return` then returns them)."""
+    result = function.child_by_field_name("result")
+    if result is None:
+        return 0, False
+    if result.type != "parameter_list":
+        return 1, False
+    count, named = 0, False
+    for p in result.named_children:
+        names = [p.children[i] for i in range(p.child_count) if p.field_name_for_child(i) == "name"]
+        count += max(1, len(names)) if p.type == "parameter_declaration" else 0
+        named = named or bool(names)
+    return count, named
+
+
+def _return_errors(root: Node, language: str) -> Counter:
+    """A `return` that does not give its function's count of values: Go's "not enough return values" and "too many
+    return values" (one call may stand for several values), Java's "missing return value" and "unexpected return
+    value" (by whether the method is `void`). Returns inside a lambda (Java) are not read, nor anything inside an
+    ERROR node."""
+    errors, stack = Counter(), [(root, None, False)]
+    functions = _GO_FUNCTIONS if language == "go" else ("method_declaration", "constructor_declaration",
+                                                        "lambda_expression")
+    while stack:
+        node, function, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        if node.type in functions:
+            function = node
+        stack.extend((child, function, in_error) for child in node.children)
+        if node.type != "return_statement" or function is None or in_error:
+            continue
+        values = [c for c in node.named_children if "comment" not in c.type]
+        if language == "go":
+            values = values[0].named_children if values and values[0].type == "expression_list" else values
+            expected, named = _go_results(function)
+            one_call = len(values) == 1 and values[0].type == "call_expression"
+            if (values or not named) and len(values) != expected and not (one_call and expected > 1):
+                errors["returns", ""] += 1
+        elif function.type != "lambda_expression":
+            void = function.type == "constructor_declaration" or (
+                function.child_by_field_name("type") is not None
+                and function.child_by_field_name("type").type == "void_type")
+            errors["returns", ""] += bool(values) == void
+    return errors
+
+
 def early_errors(text: str, language: str | None) -> Counter:
     """The early errors (see the module's docstring) in `text` parsed as `language`, as a count of (kind, name):
     names declared twice in one block where one of the declarations is lexical (`"redeclared"`), `const`
@@ -331,14 +378,15 @@ def early_errors(text: str, language: str | None) -> Counter:
     and C++, locals declared twice in one block (`_c_redeclared`); in Java, a local declared where another of that
     name is in scope (`_java_redeclared`) and a statement after a `return`, `throw`, `break` or `continue`
     (`_java_unreachable`); in Go, names declared twice in one block and a `:=` without a new name
-    (`_go_redeclared`). Empty in other languages."""
+    (`_go_redeclared`); in both, a `return` with the wrong count of values (`"returns"`, `_return_errors`). Empty in
+    other languages."""
     if language not in LANGUAGES and language not in _C_FAMILY and language != "go":
         return Counter()
     root = get_parser(language).parse(text.encode("utf-8")).root_node
     if language == "go":
-        return _go_redeclared(root)
+        return _go_redeclared(root) + _return_errors(root, language)
     if language == "java":
-        return _java_redeclared(root) + _java_unreachable(root)
+        return _java_redeclared(root) + _java_unreachable(root) + _return_errors(root, language)
     return _c_redeclared(root) if language in _C_FAMILY else _script_errors(root)
 
 

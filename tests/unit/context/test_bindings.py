@@ -145,3 +145,21 @@ def test_a_java_local_may_not_shadow_another_local_or_parameter_of_its_method():
     suffix = "\n    }\n    return total;\n  }\n}\n"
     assert clean_cut("int total = x * 2;", prefix, suffix, "java") == ""
     assert clean_cut("total += x;", prefix, suffix, "java") == "total += x;"
+
+
+def test_a_return_that_does_not_give_its_functions_count_of_values_is_an_early_error():
+    """go build: "not enough return values" (pflag's float32.go: `return v` in a function of (float32, error)) and
+    "too many return values"; a call may stand for several values and a bare return gives the named results.
+    javac: "missing return value", "unexpected return value"; a lambda's returns are not read."""
+    go = ("package p\n\nfunc a() (float32, error) { return v }\nfunc b() (float32, error) { return f() }\n"
+          "func c() (n int, err error) { return }\nfunc d() (int, error) { return }\nfunc e() { return 1 }\n"
+          "func g() int { return 1, 2 }\nfunc h() (a, b int) { return 1, 2 }\n"
+          "func k() { f := func() int { return 1 }; return }\n")
+    assert early_errors(go, "go") == {("returns", ""): 4}  # a, d, e, g
+    java = ("class A { A() { return; } void f() { return 1; } int g() { return; }\n"
+            "  int h() { Runnable r = () -> { return; }; return 1; } void i() { return; } }")
+    assert early_errors(java, "java") == {("returns", ""): 2}  # f, g
+    prefix = "package p\n\nfunc parse(s string) (float32, error) {\n\tv, err := strconv.ParseFloat(s, 32)\n\t"
+    suffix = "\n}\n"
+    assert clean_cut("return v", prefix, suffix, "go") == ""
+    assert clean_cut("return float32(v), err", prefix, suffix, "go") == "return float32(v), err"
