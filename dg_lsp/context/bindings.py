@@ -1,8 +1,9 @@
 """Errors a compiler reports before running a line that tree-sitter parses as valid code, read from its tree:
 JavaScript's and TypeScript's early errors, C's and C++'s locals declared twice (`_c_redeclared`: gcc's
 "redeclaration of 'n' with no linkage"), Java's locals declared again in their scope (`_java_redeclared`: javac's
-"variable n is already defined"), Java's unreachable statements (`_java_unreachable`), Go's and Java's returns
-that give the wrong count of values (`_return_errors`) and Go's names declared twice (`_go_redeclared`: "no new variables on left side of :=").
+"variable n is already defined"), Java's unreachable statements (`_java_unreachable`), Go's names declared twice
+(`_go_redeclared`: "no new variables on left side of :="), and Go's and Java's returns that give the wrong count
+of values (`_return_errors`).
 
 Node and the TypeScript compiler refuse a whole file, before running a line of it, where:
 - a name is declared again in its block (`const str = ...` above or below another `const str`, or over a parameter
