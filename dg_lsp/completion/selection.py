@@ -12,7 +12,7 @@ import ast
 import builtins
 import textwrap
 
-from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, go_names, pattern_names
+from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
@@ -185,8 +185,7 @@ def _names_declared(node, language: str) -> list[str]:
             return [n.text.decode("utf-8", "replace") for n in node.child_by_field_name("left").named_children
                     if n.type == "identifier"]
         if node.type in ("parameter_declaration", "variadic_parameter_declaration"):
-            return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
-                    if node.field_name_for_child(i) == "name"]
+            return go_field_names(node)
         return go_names(node)
     if language in LANGUAGES:
         if node.type == "formal_parameters":
@@ -253,8 +252,9 @@ _BLOCKS = frozenset({"statement_block", "compound_statement", "block", "statemen
 def _tree_exits(node) -> bool | None:
     """Whether a statement always ends in a `return` or `throw` (an `if` with an `else`: both ways); None where that is
     not read (a loop, a `switch`, a `try`)."""
-    if node.type in ("return_statement", "throw_statement"):
-        return True
+    if node.type in ("return_statement", "throw_statement") or (node.type == "expression_statement"
+                                                               and node.text.startswith(b"panic(")):
+        return True  # Go's `panic(...)` ends its function too
     if node.type in _BLOCKS:
         inner = [c for c in node.named_children if "comment" not in c.type]
         return _tree_exits(inner[-1]) if inner else False

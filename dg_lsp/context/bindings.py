@@ -260,11 +260,16 @@ _GO_SPECS = frozenset({"var_spec", "const_spec", "type_spec", "type_alias"})
 _GO_NAMES = frozenset({"identifier", "type_identifier", "iota", "true", "false", "nil"})  # predeclared names too
 
 
+def go_field_names(node: Node) -> list[str]:
+    """Go: the names in a node's `name` fields (a spec's, a parameter declaration's: `a, b int` has two)."""
+    return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
+            if node.field_name_for_child(i) == "name" and node.children[i].type in _GO_NAMES]
+
+
 def go_names(node: Node) -> list[str]:
     """Go: the names a `var`, `const` or `type` declaration declares, grouped ones (`var ( ... )`) included."""
     if node.type in _GO_SPECS:
-        return [node.children[i].text.decode("utf-8", "replace") for i in range(node.child_count)
-                if node.field_name_for_child(i) == "name" and node.children[i].type in _GO_NAMES]
+        return go_field_names(node)
     if node.type in _GO_DECLARATIONS or node.type in ("var_spec_list", "const_spec_list", "type_spec_list"):
         return [name for child in node.named_children for name in go_names(child)]
     return []
@@ -280,8 +285,7 @@ def _go_parameters(body: Node) -> list[str]:
     for field in ("receiver", "parameters", "result"):
         params = function.child_by_field_name(field)
         for p in (params.named_children if params is not None and params.type == "parameter_list" else []):
-            names += [p.children[i].text.decode("utf-8", "replace") for i in range(p.child_count)
-                      if p.field_name_for_child(i) == "name" and p.children[i].type in _GO_NAMES]
+            names += go_field_names(p)
     return names
 
 
@@ -334,7 +338,7 @@ def _go_results(function: Node) -> tuple[int, bool]:
         return 1, False
     count, named = 0, False
     for p in result.named_children:
-        names = [p.children[i] for i in range(p.child_count) if p.field_name_for_child(i) == "name"]
+        names = go_field_names(p)
         count += max(1, len(names)) if p.type == "parameter_declaration" else 0
         named = named or bool(names)
     return count, named

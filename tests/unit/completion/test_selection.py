@@ -79,5 +79,6 @@ def test_a_fill_that_no_longer_returns_where_the_selection_did_is_refused():
     go = "package p\n\nfunc f(x int) int {\n\ty := x + 1\n\treturn y\n}\n"
     assert refusal(go, (4, 1), (4, 9), "y++", "go") is not None
     assert refusal(go, (4, 1), (4, 9), "return y * 2", "go") is None
+    assert refusal(go, (4, 1), (4, 9), 'panic("no y")', "go") is None  # panic ends the function too
     assert refusal(go, (3, 1), (3, 11), "z := x", "go") == \
         "it no longer binds y, which the code after the selection reads"
