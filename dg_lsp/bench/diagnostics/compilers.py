@@ -10,7 +10,8 @@ does not see (a name declared twice, an undeclared name, a type error).
 - `javac`: `javac` on the file alone, against the classes of every source under its package root (the folder its
   `package` line names), compiled once per check;
 - `go`: `go build` (`go vet` for a `_test.go` file) of the file's package with the file replaced (`-overlay`), in
-  its module (a `go.mod` above it) or else its GOPATH (a `src` folder above it, `GO111MODULE=off`).
+  its module (a `go.mod` above it) where the package builds there, else its GOPATH (a `src` folder above it,
+  `GO111MODULE=off`).
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
 per triple, the errors of the applied one where the document passed (none where it did not).
@@ -18,6 +19,7 @@ per triple, the errors of the applied one where the document passed (none where 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -114,22 +116,37 @@ def _javac_errors(text: str, folder: str, source: str, classes: dict[Path, str])
                                             if " error: " in line] or ["error"]
 
 
+@functools.lru_cache(maxsize=None)
+def _go_build(folder: Path) -> tuple[Path, str, tuple] | None:
+    """(cwd, target, environment) that builds the package in `folder` as it is on disk: its module (a `go.mod`
+    above it) where that builds, else its GOPATH (a `src` folder above it, `GO111MODULE=off`: Debian's gocode
+    ships go.mod files whose modules' dependencies are only there); the first of them where neither builds."""
+    ways = []
+    module = next((d for d in [folder, *folder.parents] if (d / "go.mod").exists()), None)
+    if module is not None:
+        ways.append((module, "./" + str(folder.relative_to(module)), ()))
+    src = next((d for d in [folder, *folder.parents] if d.name == "src"), None)
+    if src is not None:
+        ways.append((folder, str(folder.relative_to(src)), (("GO111MODULE", "off"), ("GOPATH", str(src.parent)))))
+    for cwd, target, env in ways:
+        done = subprocess.run(["go", "build", "-o", os.devnull, target], cwd=cwd, env={**os.environ, **dict(env)},
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode == 0:
+            return cwd, target, env
+    return ways[0] if ways else None
+
+
 def _go_errors(text: str, folder: str, source: str) -> list[str]:
     source = os.path.abspath(source)
+    way = _go_build(Path(source).parent)
+    if way is None:
+        return ["no go.mod and no GOPATH src folder above the file"]
+    cwd, target, env = way
     overlay = _write(folder, "overlay.json", json.dumps({"Replace": {source: _write(folder, "check.go", text)}}))
     command = ["go", "vet" if source.endswith("_test.go") else "build"] + \
         ([] if source.endswith("_test.go") else ["-o", os.devnull]) + ["-overlay", overlay]
-    env, here = dict(os.environ), Path(source).parent
-    module = next((d for d in [here, *here.parents] if (d / "go.mod").exists()), None)
-    if module is not None:
-        cwd, target = module, "./" + str(here.relative_to(module))
-    else:
-        src = next((d for d in [here, *here.parents] if d.name == "src"), None)
-        if src is None:
-            return ["no go.mod and no GOPATH src folder above the file"]
-        cwd, target = here, str(here.relative_to(src))
-        env.update(GO111MODULE="off", GOPATH=str(src.parent))
-    done = subprocess.run(command + [target], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command + [target], cwd=cwd, env={**os.environ, **dict(env)}, capture_output=True,
+                          text=True, timeout=300)
     return [] if done.returncode == 0 else [re.sub(r"^.*?:\d+:\d+: ", "", line) for line in done.stderr.splitlines()
                                             if re.search(r":\d+:\d+: ", line)] or ["error"]
 
