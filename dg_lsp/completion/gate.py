@@ -333,8 +333,8 @@ def _structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: 
     """The six rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
-    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code), starts a statement that takes
-    in the next line, or does not parse where it stands.
+    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code; a `return` with the wrong count
+    of values in Go and Java), starts a statement that takes in the next line, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
@@ -394,6 +394,9 @@ _STATEMENT_LISTS = frozenset({"block", "compound_statement", "statement_block", 
                               "case_statement", "expression_case", "default_case"})
 
 
+_CODE = re.compile(r"\S")
+
+
 def _takes_the_next_line(prefix: str, text: str, suffix: str, language: str) -> bool:
     """Whether a statement that starts in `text`, in a block, takes in the next code line after the text's last
     line, indented no deeper than the line it starts on: a header with no braces (`if (cls != null)` over the
@@ -407,7 +410,7 @@ def _takes_the_next_line(prefix: str, text: str, suffix: str, language: str) -> 
     line_end = whole.find("\n", end)
     if end == start or line_end < 0 or whole[end:line_end].strip():
         return False
-    below = re.compile(r"\S").search(whole, line_end)
+    below = _CODE.search(whole, line_end)
     if below is None or below.group() == "{":
         return False  # a block's `{` on a line of its own (GNU and Allman styles) is the header's
     at, begin = len(whole[:below.start()].encode("utf-8")), len(prefix.encode("utf-8"))

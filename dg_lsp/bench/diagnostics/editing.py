@@ -2,8 +2,8 @@
 its document: edits the quality benchmarks do not make, since they only ever fill a hole cut out of a file.
 
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
-        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR] [--check-with node|tsc|gcc|javac|go]
-        [--json OUT]
+        [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR]
+        [--check-with node|tsc|gcc|javac|go] [--json OUT]
     python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json --check-with node|tsc|gcc|javac|go
 
 PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
