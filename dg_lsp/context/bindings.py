@@ -133,13 +133,10 @@ def _c_parameters(function: Node) -> list[str]:
 
 def _c_redeclared(root: Node) -> Counter:
     """C, C++: locals declared twice in one block, or over a parameter in a function's body ("redeclaration of 'n'
-    with no linkage"). Not a function's declaration nor an `extern` one,
-    which C may repeat; not a block with an ERROR or MISSING node among its statements, nor inside an ERROR node."""
-    errors, stack = Counter(), [(root, False)]
-    while stack:
-        node, in_error = stack.pop()
-        in_error = in_error or node.is_error
-        stack.extend((child, in_error) for child in node.children)
+    with no linkage"). Not a function's declaration nor an `extern` one, which C may repeat; not a block with an
+    ERROR or MISSING node among its statements, nor inside an ERROR node."""
+    errors = Counter()
+    for node, in_error in _nodes(root):
         if node.type != "compound_statement" or in_error or _broken(node):
             continue
         count = Counter(_c_parameters(node.parent) if node.parent is not None and node.parent.type in _C_FUNCTIONS
@@ -229,17 +226,24 @@ def _java_unreachable(root: Node) -> Counter:
     """Java: a statement after a `return`, `throw`, `break` or `continue` in the same block or switch group
     ("unreachable statement": javac refuses code that cannot run), once per block. Not read, as in `_c_redeclared`:
     a block with an ERROR or MISSING node among its statements, nor inside an ERROR node."""
-    errors, stack = Counter(), [(root, False)]
-    while stack:
-        node, in_error = stack.pop()
-        in_error = in_error or node.is_error
-        stack.extend((child, in_error) for child in node.children)
+    errors = Counter()
+    for node, in_error in _nodes(root):
         if node.type not in ("block", "switch_block_statement_group") or in_error or _broken(node):
             continue
         statements = [c for c in node.named_children if "comment" not in c.type and c.type != "switch_label"]
         if any(s.type in _JAVA_EXITS for s in statements[:-1]):
             errors["unreachable", ""] += 1
     return errors
+
+
+def _nodes(root: Node):
+    """Every node under `root` (itself included), each with whether it lies inside an ERROR node (or is one)."""
+    stack = [(root, False)]
+    while stack:
+        node, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        stack.extend((child, in_error) for child in node.children)
+        yield node, in_error
 
 
 def _broken(block: Node) -> bool:
@@ -296,11 +300,8 @@ def _go_redeclared(root: Node) -> Counter:
     with nothing (its package's other files are not read). Functions at a file's top level count too, but not
     `init` nor methods. The blocks of `if`, `for` and `switch` headers, and a case's implicitly declared names, are
     not read; nor, as in C, a block with an ERROR or MISSING node among its statements, nor what is inside an ERROR."""
-    errors, stack = Counter(), [(root, False)]
-    while stack:
-        node, in_error = stack.pop()
-        in_error = in_error or node.is_error
-        stack.extend((child, in_error) for child in node.children)
+    errors = Counter()
+    for node, in_error in _nodes(root):
         if node.type not in ("statement_list", "source_file") or in_error or _broken(node):
             continue
         seen = set(_go_parameters(node.parent)) if node.parent is not None and node.parent.type == "block" else set()
