@@ -352,7 +352,7 @@ def _return_errors(root: Node, language: str) -> Counter:
     ERROR node."""
     errors, stack = Counter(), [(root, None, False)]
     functions = _GO_FUNCTIONS if language == "go" else ("method_declaration", "constructor_declaration",
-                                                        "lambda_expression")
+                                                        "compact_constructor_declaration", "lambda_expression")
     while stack:
         node, function, in_error = stack.pop()
         in_error = in_error or node.is_error
@@ -369,7 +369,7 @@ def _return_errors(root: Node, language: str) -> Counter:
             if (values or not named) and len(values) != expected and not (one_call and expected > 1):
                 errors["returns", ""] += 1
         elif function.type != "lambda_expression":
-            void = function.type == "constructor_declaration" or (
+            void = function.type in ("constructor_declaration", "compact_constructor_declaration") or (
                 function.child_by_field_name("type") is not None
                 and function.child_by_field_name("type").type == "void_type")
             errors["returns", ""] += bool(values) == void

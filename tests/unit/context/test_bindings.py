@@ -159,6 +159,9 @@ def test_a_return_that_does_not_give_its_functions_count_of_values_is_an_early_e
     java = ("class A { A() { return; } void f() { return 1; } int g() { return; }\n"
             "  int h() { Runnable r = () -> { return; }; return 1; } void i() { return; } }")
     assert early_errors(java, "java") == {("returns", ""): 2}  # f, g
+    record = "class A {{ int f() {{ record R(int x) {{ R {{ {} }} }} return 1; }} }}"  # a compact constructor
+    assert not early_errors(record.format("if (x < 0) return;"), "java")
+    assert early_errors(record.format("return 1;"), "java") == {("returns", ""): 1}
     prefix = "package p\n\nfunc parse(s string) (float32, error) {\n\tv, err := strconv.ParseFloat(s, 32)\n\t"
     suffix = "\n}\n"
     assert clean_cut("return v", prefix, suffix, "go") == ""
