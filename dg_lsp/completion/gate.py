@@ -68,8 +68,8 @@ from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.bindings import early_errors
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
                                    python_compiles, python_fixes, python_judges_hole, python_leaves_error,
-                                   python_mends, python_misindents, python_opens_empty_block, python_region_around,
-                                   spans_hole)
+                                   parsed, python_mends, python_misindents, python_opens_empty_block,
+                                   python_region_around, spans_hole)
 
 _CLOSERS = {opener: closer for closer, opener in PAIRS.items()}
 
@@ -414,7 +414,7 @@ def _takes_the_next_line(prefix: str, text: str, suffix: str, language: str) -> 
     if below is None or below.group() == "{":
         return False  # a block's `{` on a line of its own (GNU and Allman styles) is the header's
     at, begin = len(whole[:below.start()].encode("utf-8")), len(prefix.encode("utf-8"))
-    node = get_parser(language).parse(whole.encode("utf-8")).root_node.descendant_for_byte_range(at, at + 1)
+    node = parsed(whole, language).root_node.descendant_for_byte_range(at, at + 1)  # _error_inside's parse too
     while node is not None and node.start_byte >= at:  # the innermost node that starts before the next line
         node = node.parent
     while node is not None and node.parent is not None and node.type not in _STATEMENT_LISTS \

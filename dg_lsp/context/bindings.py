@@ -33,7 +33,7 @@ from collections import Counter
 
 from tree_sitter import Node
 
-from dg_lsp.context.languages import get_parser
+from dg_lsp.context.syntax import parsed
 
 LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 
@@ -388,7 +388,7 @@ def early_errors(text: str, language: str | None) -> Counter:
     other languages."""
     if language not in LANGUAGES and language not in _C_FAMILY and language != "go":
         return Counter()
-    root = get_parser(language).parse(text.encode("utf-8")).root_node
+    root = parsed(text, language).root_node  # the gate parses the same window in its other checks
     if language == "go":
         return _go_redeclared(root) + _return_errors(root, language)
     if language == "java":

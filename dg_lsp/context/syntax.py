@@ -18,7 +18,7 @@ from dg_lsp.context.languages import get_parser
 
 
 @functools.lru_cache(maxsize=16)
-def _tree(text: str, language: str):
+def parsed(text: str, language: str):
     """`text` parsed as `language` (one it has a grammar for). Cached: the syntax gate parses the same window, with a
     suggestion and without, in several of its checks."""
     return get_parser(language).parse(text.encode("utf-8"))
@@ -29,7 +29,7 @@ def syntax_error_count(text: str, language: str | None) -> int:
     parser = get_parser(language)
     if parser is None:
         return 0
-    return _count_errors(_tree(text, language).root_node)
+    return _count_errors(parsed(text, language).root_node)
 
 
 def introduces_syntax_errors(before: str, after: str, language: str | None) -> bool:
@@ -111,7 +111,7 @@ def new_errors(before: list[tuple[str, int, int]], after: list[tuple[str, int, i
 def error_spans(text: str, language: str | None) -> list[tuple[str, int, int]]:
     """(type, start byte, end byte) of the ERROR and MISSING nodes of ``text`` ([] if the language is unknown)."""
     parser = get_parser(language)
-    return [] if parser is None else _error_spans(_tree(text, language).root_node)
+    return [] if parser is None else _error_spans(parsed(text, language).root_node)
 
 
 def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str | None,
@@ -125,7 +125,7 @@ def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str |
         return False
     if before is None:
         before = error_spans(prefix + suffix, language)
-    root = _tree(prefix + text + suffix, language).root_node
+    root = parsed(prefix + text + suffix, language).root_node
     after = _error_spans(root)
     start = len(prefix.encode("utf-8"))
     inserted = len(text.encode("utf-8"))
@@ -141,7 +141,7 @@ def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | N
     parser = get_parser(language)
     if parser is None:
         return True
-    root = _tree(prefix + text + suffix, language).root_node
+    root = parsed(prefix + text + suffix, language).root_node
     start = len(prefix.encode("utf-8"))
     end = start + len(text.encode("utf-8"))
     if any(s < end and e > start or start <= s == e <= end for _, s, e in _error_spans(root)):
