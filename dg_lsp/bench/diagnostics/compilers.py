@@ -11,7 +11,11 @@ does not see (a name declared twice, an undeclared name, a type error).
   `package` line names), compiled once per check;
 - `go`: `go build` (`go vet` for a `_test.go` file) of the file's package with the file replaced (`-overlay`), in
   its module (a `go.mod` above it) where the package builds there, else its GOPATH (a `src` folder above it,
-  `GO111MODULE=off`).
+  `GO111MODULE=off`);
+- `cargo`: `cargo check --offline` (the library and binaries) in a copy of the file's crate (the folder of the
+  `Cargo.toml` above it, copied once per check, its build kept between texts) with the file replaced; the
+  dependencies come from the sources cargo's own configuration names (a directory source such as Debian's
+  `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) is never judged.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
 per triple, the errors of the applied one where the document passed (none where it did not).
@@ -28,7 +32,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "gcc", "javac", "go")
+CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo")
 
 # TypeScript's diagnostics that are early errors, not types: redeclared block-scoped variable, duplicate identifier,
 # const without a value, reserved words in strict mode, await outside async, invalid names
@@ -61,7 +65,7 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
-    if checker in ("javac", "go") and shutil.which(checker) is None:
+    if checker in ("javac", "go", "cargo") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
     return None
 
@@ -151,6 +155,22 @@ def _go_errors(text: str, folder: str, source: str) -> list[str]:
                                             if re.search(r":\d+:\d+: ", line)] or ["error"]
 
 
+def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path]) -> list[str]:
+    source = Path(source).resolve()
+    root = next((d for d in source.parents if (d / "Cargo.toml").exists()), None)
+    if root is None:
+        return ["no Cargo.toml above the file"]
+    if root not in crates:  # a copy of the crate, once per check: its `target` keeps what cargo built
+        crates[root] = Path(tempfile.mkdtemp(dir=folder)) / root.name
+        shutil.copytree(root, crates[root], ignore=shutil.ignore_patterns("target", ".git"))
+    (crates[root] / source.relative_to(root)).write_text(text, encoding="utf-8")
+    done = subprocess.run(["cargo", "check", "--offline", "--quiet", "--message-format", "short"], cwd=crates[root],
+                          capture_output=True, text=True, timeout=600)
+    return [] if done.returncode == 0 else [re.sub(r"^.*?:\d+:\d+: error", "error", line)
+                                            for line in done.stderr.splitlines()
+                                            if re.search(r":\d+:\d+: error", line)] or ["error"]
+
+
 def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     paths = [_write(folder, f"check{i}.ts", text) for i, text in enumerate(texts)]
     done = subprocess.run(["node", "-e", _TSC_SCRIPT, str(typescript_module())] + paths, capture_output=True,
@@ -170,6 +190,7 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                 out.append([str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)])
             return out
         classes: dict[Path, str] = {}
+        crates: dict[Path, Path] = {}
         known: dict[tuple[str, str], list[str]] = {}  # a selection's documents are the file itself, again and again
 
         def errors(text: str, source: str) -> list[str]:
@@ -180,6 +201,8 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _javac_errors(text, folder, source, classes)
                 elif checker == "go":
                     known[text, source] = _go_errors(text, folder, source)
+                elif checker == "cargo":
+                    known[text, source] = _cargo_errors(text, folder, source, crates)
                 else:
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]
