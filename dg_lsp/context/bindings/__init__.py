@@ -8,7 +8,7 @@ module a language:
 - `returns`: Go's and Java's returns that give the wrong count of values;
 - `walk`: what they share.
 `early_errors` finds them in a text, so that the syntax gate can refuse a suggestion that adds one
-(`gate._structure_judge`).
+(`gate_structure.structure_judge`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Node and the TypeScript compiler refuse a whole file, before running a line of i
 - `await` is a name in an async function or a module (`const tar = await` over the next line's `return`, which
   JavaScript's grammar reads as `await` the variable).
 tree-sitter reads all of them as valid. `early_errors` finds them in a text, so that the syntax gate can refuse a
-suggestion that adds one (`gate._structure_judge`).
+suggestion that adds one (`gate_structure.structure_judge`).
 
 The declaration rules are the ECMAScript specification's for one block: a name declared by `let`, `const` or `class`
 may not be declared again in the same block (by any declaration, `var` and function declarations included) nor, in

@@ -265,7 +265,7 @@ def test_an_opener_at_a_blank_line_over_code_of_its_depth_is_not_shown_whatever_
     prefix = "  f() {\n    x()\n    "
     suffix = "\n    y()\n  }\n}\n"
     scope = (prefix, "\n    y()\n  }\n")
-    # nor its start `if (b)`, which makes y() its body just the same (`gate._takes_the_next_line`; it was shown
+    # nor its start `if (b)`, which makes y() its body just the same (`gate_structure.takes_the_next_line`; it was shown
     # before session 40)
     assert clean_cut("if (b) {", prefix, suffix, "javascript", scope) == ""
     assert clean_cut("if (b) {}", prefix, suffix, "javascript", scope) == "if (b) {}"
@@ -576,28 +576,28 @@ def test_a_statement_the_text_starts_may_not_take_in_the_users_next_line():
     user's `final Class<?> cls = ...` (javac: "variable declaration not allowed here") and `final` over `d = ...`
     make the next line part of what the text starts. Over deeper lines a header is a block's with its body; a
     label, an annotation over a method and a statement the prefix started are not read."""
-    from dg_lsp.completion.gate import _takes_the_next_line
+    from dg_lsp.completion.gate_structure import takes_the_next_line
 
     prefix = "class A {\n  Object f(Object target) {\n    int d = 1;\n    "
     suffix = "\n    final Class<?> cls = target.getClass();\n    return cls;\n  }\n}\n"
     for text in ("if (cls != null)", "final", "use(d);\n    while (d-- > 0)"):
-        assert _takes_the_next_line(prefix, text, suffix, "java"), text
+        assert takes_the_next_line(prefix, text, suffix, "java"), text
         assert clean_cut(text, prefix, suffix, "java") in ("", "use(d);")
     assert clean_cut("if (d > 0) {", prefix, suffix, "java") == ""  # a block opened over it: the older rule's
     for text in ("use(d);", "d++; // one more", "outer:"):
-        assert not _takes_the_next_line(prefix, text, suffix, "java"), text
+        assert not takes_the_next_line(prefix, text, suffix, "java"), text
     deeper = "\n      final Class<?> cls = target.getClass();\n    }\n    return null;\n  }\n}\n"
-    assert not _takes_the_next_line(prefix, "if (d > 0) {", deeper, "java")
-    assert not _takes_the_next_line(prefix, "if (d > 0)", deeper, "java")
-    assert not _takes_the_next_line("class A {\n  ", "@Override", "\n  public String toString() { return s; }\n}\n",
+    assert not takes_the_next_line(prefix, "if (d > 0) {", deeper, "java")
+    assert not takes_the_next_line(prefix, "if (d > 0)", deeper, "java")
+    assert not takes_the_next_line("class A {\n  ", "@Override", "\n  public String toString() { return s; }\n}\n",
                                     "java")
-    assert not _takes_the_next_line(prefix + "if (d > 0", ")", suffix, "java")  # the prefix started it
+    assert not takes_the_next_line(prefix + "if (d > 0", ")", suffix, "java")  # the prefix started it
     # JavaScript without semicolons: a line that runs into a next line starting with `[`
     prefix, suffix = "function f (a) {\n  const x = a\n  ", "\n  [x, a] = [a, x]\n  return x\n}\n"
-    assert _takes_the_next_line(prefix, "const y = x", suffix, "javascript")
-    assert not _takes_the_next_line(prefix, "const y = x;", suffix, "javascript")
+    assert takes_the_next_line(prefix, "const y = x", suffix, "javascript")
+    assert not takes_the_next_line(prefix, "const y = x;", suffix, "javascript")
     prefix, suffix = "int f(int a) {\n  int b = 0;\n  ", "\n  b = a * 2;\n  return b;\n}\n"
-    assert _takes_the_next_line(prefix, "if (a)", suffix, "c") and not _takes_the_next_line(prefix, "a++;", suffix, "c")
+    assert takes_the_next_line(prefix, "if (a)", suffix, "c") and not takes_the_next_line(prefix, "a++;", suffix, "c")
 
 
 def test_a_text_that_does_not_parse_where_it_stands_is_not_shown_for_the_errors_it_mends():
