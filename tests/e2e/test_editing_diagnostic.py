@@ -62,13 +62,17 @@ CASES = {
               "  }\n}\n", "java", 3, "int total = 2;"),
     "go": ("src/p/mod.go", "package p\n\nfunc f(xs int) int {\n\ttotal := xs\n\ttotal += 1\n\treturn total\n}\n", "go",
            4, "total := 2"),
+    # Rust lets a name be declared again: the text assigns to an immutable local instead
+    "cargo": ("src/lib.rs", "pub fn f(xs: i32) -> i32 {\n    let mut total = xs;\n    total += 1;\n    total\n}\n", "rust",
+              2, "let total = 1; total = 2;"),
 }
 
 
 @pytest.mark.parametrize("checker", sorted(CASES))
 def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, checker):
     """`--check-with`: a name declared twice parses clean, and Node, gcc, javac and go refuse it (go: in a GOPATH, the
-    `src` folder above the file)."""
+    `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
+    dev-dependency is nowhere: checking its library does not need it)."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):
@@ -77,15 +81,18 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source, encoding="utf-8")
+    if checker == "cargo":  # a crate of its own, with no dependencies and no Cargo.lock
+        (tmp_path / "Cargo.toml").write_text('[package]\nname = "m"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                                             '[dev-dependencies]\nnot-there = "1"\n', encoding="utf-8")
     rows = [{"file": str(path), "line": row + 1, "scenario": "select", "shown": True, "text": text,
              "language": language} for text in (twice, "total += 2;" if language != "go" else "total += 2")]
     editing.check_with(rows, checker, 0)
-    assert [r["compiler_broken"] for r in rows] == [True, False]
+    assert [r["compiler_broken"] for r in rows] == [True, False] and all(r["compiler_judged"] for r in rows)
     assert rows[0]["compiler_errors"] and rows[1]["compiler_errors"] == []
     assert editing.compiles(source, language)  # the parse sees nothing wrong in either
     table = editing.report([dict(r, broken=False, repeats=False, exact=False, ms=1.0, reason=None) for r in rows],
                            checker).splitlines()
-    assert f"| broken ({checker}) |" in table[0] and table[2].startswith("| select | 2 | 2 | 0 | 1 |")
+    assert f"| broken ({checker}) | judged ({checker}) |" in table[0] and table[2].startswith("| select | 2 | 2 | 0 | 1 | 2 |")
 
 
 def test_a_suggestion_that_is_the_next_lines_again_counts_as_repeating_them():

@@ -13,12 +13,12 @@ does not see (a name declared twice, an undeclared name, a type error).
   its module (a `go.mod` above it) where the package builds there, else its GOPATH (a `src` folder above it,
   `GO111MODULE=off`);
 - `cargo`: `cargo check --offline` (the library and binaries) in a copy of the file's crate (the folder of the
-  `Cargo.toml` above it, copied once per check, its build kept between texts) with the file replaced; the
-  dependencies come from the sources cargo's own configuration names (a directory source such as Debian's
+  `Cargo.toml` above it, copied once per check without its dev-dependencies, its build kept between texts) with the
+  file replaced; the dependencies come from the sources cargo's own configuration names (a directory source such as Debian's
   `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) is never judged.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
-per triple, the errors of the applied one where the document passed (none where it did not).
+per triple, the errors of the applied one where the document passed, and None where it did not (not judged).
 """
 
 from __future__ import annotations
@@ -155,6 +155,11 @@ def _go_errors(text: str, folder: str, source: str) -> list[str]:
                                             if re.search(r":\d+:\d+: ", line)] or ["error"]
 
 
+# a manifest's dev-dependency tables (`[dev-dependencies]`, `[dev-dependencies.x]`, `[target.'cfg(..)'.dev-dependencies]`)
+# through the line before the next table
+_DEV_TABLES = re.compile(r"^\[(?:target\.[^\n]*\.)?dev-dependencies(?:\.[^\n]*)?\]\n(?:(?!\[)[^\n]*\n)*", re.MULTILINE)
+
+
 def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path]) -> list[str]:
     source = Path(source).resolve()
     root = next((d for d in source.parents if (d / "Cargo.toml").exists()), None)
@@ -163,6 +168,8 @@ def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path])
     if root not in crates:  # a copy of the crate, once per check: its `target` keeps what cargo built
         crates[root] = Path(tempfile.mkdtemp(dir=folder)) / root.name
         shutil.copytree(root, crates[root], ignore=shutil.ignore_patterns("target", ".git"))
+        manifest = crates[root] / "Cargo.toml"  # what checking the library does not need, which a directory source
+        manifest.write_text(_DEV_TABLES.sub("", manifest.read_text(encoding="utf-8")), encoding="utf-8")  # may lack
     (crates[root] / source.relative_to(root)).write_text(text, encoding="utf-8")
     done = subprocess.run(["cargo", "check", "--offline", "--quiet", "--message-format", "short"], cwd=crates[root],
                           capture_output=True, text=True, timeout=600)
@@ -178,9 +185,9 @@ def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[str]]:
+def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[str] | None]:
     """Per (document, applied, source file): the checker's errors on the applied document where it passes the
-    document, else none. For `tsc`, the error codes the document did not have."""
+    document, else None (not judged). For `tsc`, the error codes the document did not have."""
     with tempfile.TemporaryDirectory(prefix="dg-lsp-check-") as folder:
         if checker == "tsc":
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
@@ -207,4 +214,4 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]
 
-        return [[] if errors(doc, source) else errors(applied, source) for doc, applied, source in triples]
+        return [None if errors(doc, source) else errors(applied, source) for doc, applied, source in triples]

@@ -21,7 +21,8 @@ lines are the next lines of the file: accepted, it doubles them), exact (the del
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
 server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
 compiler's word (`compilers.py`: Node, tsc, gcc, javac, go, cargo): how many shown answers break a file that compiler
-passed, which a parse does not see (a name declared twice, an undeclared name), and the rows keep its new errors;
+passed (judged: the shown answers whose document, without them, that compiler passed), which a parse does not see
+(a name declared twice, an undeclared name), and the rows keep its new errors;
 `--recheck` does that for an earlier run's rows.
 """
 
@@ -242,8 +243,9 @@ def run(args) -> list[dict]:
 
 
 def check_with(rows: list[dict], checker: str, seed: int) -> None:
-    """Each shown row's `compiler_broken` and `compiler_errors` (`compilers.new_errors`): the document as the scenario
-    made it, and with the answer applied over its range, through `checker`."""
+    """Each shown row's `compiler_judged`, `compiler_broken` and `compiler_errors` (`compilers.new_errors`): the
+    document as the scenario made it, and with the answer applied over its range, through `checker` (judged: it
+    passed the document without the answer)."""
     from dg_lsp.bench.diagnostics.compilers import new_errors
 
     shown = [r for r in rows if r["shown"]]
@@ -255,22 +257,24 @@ def check_with(rows: list[dict], checker: str, seed: int) -> None:
         s, e = r.get("range") or (start, start if end is None else end)
         triples.append((doc, doc[:s] + r["text"] + doc[e:], r["file"]))
     for r, errors in zip(shown, new_errors(triples, checker)):
-        r["compiler_broken"], r["compiler_errors"] = bool(errors), errors
+        r["compiler_judged"] = errors is not None  # the compiler passed the document without the answer
+        r["compiler_broken"], r["compiler_errors"] = bool(errors), errors or []
 
 
 def report(rows: list[dict], checker: str | None = None) -> str:
-    column = f" broken ({checker}) |" if checker else ""
+    column = f" broken ({checker}) | judged ({checker}) |" if checker else ""
     out = [f"| scenario | positions | shown / applied | broken |{column} repeats the code below | exact | p50 ms |",
-           "|---|---|---|---|---|---|---|" + ("---|" if checker else "")]
+           "|---|---|---|---|---|---|---|" + ("---|---|" if checker else "")]
     for scenario in SCENARIOS:
         these = [r for r in rows if r["scenario"] == scenario]
         if not these:
             continue
         count = Counter()
         for r in these:
-            count.update(k for k in ("shown", "broken", "repeats", "exact", "compiler_broken") if r.get(k))
+            count.update(k for k in ("shown", "broken", "repeats", "exact", "compiler_broken", "compiler_judged")
+                         if r.get(k))
         exact = "-" if scenario == "newline" else str(count["exact"])
-        compiler = f" {count['compiler_broken']} |" if checker else ""
+        compiler = f" {count['compiler_broken']} | {count['compiler_judged']} |" if checker else ""
         out.append(f"| {scenario} | {len(these)} | {count['shown']} | {count['broken']} |{compiler} {count['repeats']} "
                    f"| {exact} | {statistics.median(r['ms'] for r in these):,.0f} |")
     reasons = Counter(r["reason"] for r in rows if r["reason"])
