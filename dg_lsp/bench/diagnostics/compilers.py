@@ -170,9 +170,13 @@ def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path])
         shutil.copytree(root, crates[root], ignore=shutil.ignore_patterns("target", ".git"))
         manifest = crates[root] / "Cargo.toml"  # what checking the library does not need, which a directory source
         manifest.write_text(_DEV_TABLES.sub("", manifest.read_text(encoding="utf-8")), encoding="utf-8")  # may lack
-    (crates[root] / source.relative_to(root)).write_text(text, encoding="utf-8")
-    done = subprocess.run(["cargo", "check", "--offline", "--quiet", "--message-format", "short"], cwd=crates[root],
-                          capture_output=True, text=True, timeout=600)
+    copy = crates[root] / source.relative_to(root)
+    copy.write_text(text, encoding="utf-8")
+    try:
+        done = subprocess.run(["cargo", "check", "--offline", "--quiet", "--message-format", "short"],
+                              cwd=crates[root], capture_output=True, text=True, timeout=600)
+    finally:  # the crate's other files are judged against this one as it is on disk
+        shutil.copyfile(source, copy)
     return [] if done.returncode == 0 else [re.sub(r"^.*?:\d+:\d+: error", "error", line)
                                             for line in done.stderr.splitlines()
                                             if re.search(r":\d+:\d+: error", line)] or ["error"]
