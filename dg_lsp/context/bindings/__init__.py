@@ -6,6 +6,8 @@ module a language:
 - `java`: Java's locals declared again in their scope, and its unreachable statements;
 - `go`: Go's names declared twice in one block and its `:=` with no new name;
 - `returns`: Go's and Java's returns that give the wrong count of values;
+- `rust`: Rust's `self` outside a method, and a value left as the last expression of a function that returns
+  nothing;
 - `walk`: what they share.
 `early_errors` finds them in a text, so that the syntax gate can refuse a suggestion that adds one
 (`gate_structure.structure_judge`).
@@ -19,6 +21,7 @@ from dg_lsp.context.bindings.c_family import C_FAMILY, c_redeclared, declarator_
 from dg_lsp.context.bindings.go import go_field_names, go_names, go_redeclared
 from dg_lsp.context.bindings.java import java_redeclared, java_unreachable
 from dg_lsp.context.bindings.returns import return_errors
+from dg_lsp.context.bindings.rust import rust_errors
 from dg_lsp.context.bindings.script import LANGUAGES, declared, pattern_names, script_errors
 from dg_lsp.context.syntax import parsed
 
@@ -34,11 +37,14 @@ def early_errors(text: str, language: str | None) -> Counter:
     and C++, locals declared twice in one block (`c_redeclared`); in Java, a local declared where another of that
     name is in scope (`java_redeclared`) and a statement after a `return`, `throw`, `break` or `continue`
     (`java_unreachable`); in Go, names declared twice in one block and a `:=` without a new name
-    (`go_redeclared`); in both, a `return` with the wrong count of values (`"returns"`, `return_errors`). Empty in
-    other languages."""
-    if language not in LANGUAGES and language not in C_FAMILY and language != "go":
+    (`go_redeclared`); in both, a `return` with the wrong count of values (`"returns"`, `return_errors`); in Rust,
+    `self` outside a method and a value as the last expression of a function without a return type
+    (`rust_errors`). Empty in other languages."""
+    if language not in LANGUAGES and language not in C_FAMILY and language not in ("go", "rust"):
         return Counter()
     root = parsed(text, language).root_node  # the gate parses the same window in its other checks
+    if language == "rust":
+        return rust_errors(root)
     if language == "go":
         return go_redeclared(root) + return_errors(root, language)
     if language == "java":

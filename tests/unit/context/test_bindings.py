@@ -166,3 +166,26 @@ def test_a_return_that_does_not_give_its_functions_count_of_values_is_an_early_e
     suffix = "\n}\n"
     assert clean_cut("return v", prefix, suffix, "go") == ""
     assert clean_cut("return float32(v), err", prefix, suffix, "go") == "return float32(v), err"
+
+
+def test_rust_self_outside_a_method_and_a_value_ending_a_function_that_returns_nothing_are_errors():
+    """rustc E0424 (rayon's chunks.rs: `self.chunk_size = rem_len;` suggested in `fn new(chunk_size: usize, ...)`)
+    and E0308 "expected `()`" (crossbeam's context.rs: a suggestion ending in a bare `self.thread_id` above the `}`
+    of `fn reset(&self)`). `self` in a path, a `use`, a visibility or a macro's tokens is not the receiver; a
+    closure takes its method's; a call, a macro or an `if` may be `()` and is not read; shadowing is allowed."""
+    rust = ("use self::inner::Thing;\npub(self) fn g() { let v = self::inner::X; let v = v + 1; quote! { self.x } }\n"
+            "impl A {\n    fn m(&self) -> i32 { let c = |a| self.x + a; self.x }\n"
+            "    fn n(mut self: Box<Self>) { self.y(); }\n    fn new(c: usize) -> Self { self.c = c; Self { c } }\n}\n"
+            "fn reset(&self) { self.inner.store(1); self.thread_id }\nfn unit() { foo() }\nfn unit2() { x.y(); }\n"
+            "fn valued() -> i32 { 1 }\nfn branch(x: bool) { if x { a() } else { b() } }\n")
+    assert early_errors(rust, "rust") == {("self", ""): 1, ("unit tail", ""): 1}  # new, reset
+    prefix = "impl Context {\n    fn reset(&self) {\n        self.inner.store(0, Ordering::Release);\n        "
+    suffix = "\n    }\n}\n"
+    assert clean_cut("self.thread_id", prefix, suffix, "rust") == ""
+    assert clean_cut("self.thread_id.store(0, Ordering::Release);", prefix, suffix, "rust") \
+        == "self.thread_id.store(0, Ordering::Release);"
+    prefix = ("impl<T> Chunks<T> {\n    fn new(size: usize, slice: &[T]) -> Self {\n"
+              "        let rem = slice.len() % size;\n        ")
+    suffix = "\n        Self { size, slice }\n    }\n}\n"
+    assert clean_cut("self.size = rem;", prefix, suffix, "rust") == ""
+    assert clean_cut("let len = slice.len() - rem;", prefix, suffix, "rust") == "let len = slice.len() - rem;"
