@@ -12,7 +12,8 @@ import ast
 import builtins
 import textwrap
 
-from dg_lsp.context.bindings import LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names
+from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names,
+                                     rust_declared)
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
@@ -85,8 +86,8 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     """The names the selected code declares or assigns that the fill does not, and that the code after the
     selection reads, with nothing else binding them: applied, the fill leaves them unbound (the stdlib's domreg.py:
     `parts = s.split()` selected, a `for` loop written, `parts` read below). Python (its `ast`: in the function
-    around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++, Java
-    and Go (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the
+    around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++, Java,
+    Go and Rust (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the
     fill does not parse alone, or the document with the fill does not, nothing is known: []."""
     at, to = _offset(document, *start), _offset(document, *end)
     indent = document[document.rfind("\n", 0, at) + 1:at]
@@ -169,17 +170,21 @@ def _python_globals(module: ast.Module) -> set[str]:
     return names
 
 
-# C, C++ and Java: the statements of a function's body, which a fill's text is, parse inside one
+# C, C++, Java, Go and Rust: the statements of a function's body, which a fill's text is, parse inside one
 _WRAPPED = {"c": ("void __f(void) {\n", "\n}\n"), "cpp": ("void __f() {\n", "\n}\n"),
-            "java": ("class __C { void __f() {\n", "\n} }\n"), "go": ("package p\n\nfunc __f() {\n", "\n}\n")}
+            "java": ("class __C { void __f() {\n", "\n} }\n"), "go": ("package p\n\nfunc __f() {\n", "\n}\n"),
+            "rust": ("fn __f() {\n", "\n}\n")}
 _C_DECLARATIONS = frozenset({"declaration", "parameter_declaration", "function_definition",
                              "local_variable_declaration", "field_declaration", "formal_parameter", "spread_parameter"})
-TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)  # Go included
+TREE_LANGUAGES = LANGUAGES | frozenset(_WRAPPED)  # Go and Rust included
 
 
 def _names_declared(node, language: str) -> list[str]:
     """The names one node declares: JavaScript and TypeScript, a declaration's or a parameter list's; C, C++ and Java,
-    a declaration's (parameters included); Go, a declaration's, a `:=`'s or a parameter's."""
+    a declaration's (parameters included); Go, a declaration's, a `:=`'s or a parameter's; Rust, a pattern's (a `let`,
+    a parameter, a closure, a `for`, an `if let`, a match arm) or an item's."""
+    if language == "rust":
+        return rust_declared(node)
     if language == "go":
         if node.type == "short_var_declaration" and node.child_by_field_name("left") is not None:
             return [n.text.decode("utf-8", "replace") for n in node.child_by_field_name("left").named_children
@@ -245,20 +250,33 @@ def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, l
 # tree-sitter statements that never exit; any other, but for the exits, the ifs and the blocks, is not judged
 _SIMPLE = frozenset({"expression_statement", "lexical_declaration", "variable_declaration", "declaration",
                      "local_variable_declaration", "short_var_declaration", "assignment_statement", "inc_statement",
-                     "dec_statement", "var_declaration", "const_declaration", "empty_statement"})
+                     "dec_statement", "var_declaration", "const_declaration", "empty_statement", "let_declaration"})
 _BLOCKS = frozenset({"statement_block", "compound_statement", "block", "statement_list", "else_clause"})
+# Rust: what a statement of an expression holds that may exit however it ends (a loop's `break`, a match's arms)
+_RUST_NOT_READ = frozenset({"match_expression", "loop_expression", "while_expression", "for_expression", "block",
+                            "unsafe_block", "async_block", "try_block", "const_block"})
+_RUST_PANICS = frozenset({b"panic", b"unreachable", b"todo", b"unimplemented"})
 
 
 def _tree_exits(node) -> bool | None:
     """Whether a statement always ends in a `return` or `throw` (an `if` with an `else`: both ways); None where that is
-    not read (a loop, a `switch`, a `try`)."""
-    if node.type in ("return_statement", "throw_statement") or (node.type == "expression_statement"
-                                                               and node.text.startswith(b"panic(")):
+    not read (a loop, a `switch`, a `try`; in Rust a `match`, and a block's last expression, its value)."""
+    if node.type in ("return_statement", "throw_statement", "return_expression") or (
+            node.type == "expression_statement" and node.text.startswith(b"panic(")):
         return True  # Go's `panic(...)` ends its function too
+    if node.type == "expression_statement" and node.named_children:  # Rust: `return x;`, `panic!(...)`, an `if`
+        inner = node.named_children[0]
+        if inner.type == "macro_invocation" and inner.child_by_field_name("macro") is not None \
+                and inner.child_by_field_name("macro").text in _RUST_PANICS:
+            return True
+        if inner.type in ("return_expression", "if_expression"):
+            return _tree_exits(inner)
+        if inner.type in _RUST_NOT_READ:
+            return None
     if node.type in _BLOCKS:
         inner = [c for c in node.named_children if "comment" not in c.type]
         return _tree_exits(inner[-1]) if inner else False
-    if node.type == "if_statement":
+    if node.type in ("if_statement", "if_expression"):
         alternative = node.child_by_field_name("alternative")
         if alternative is None:
             return False

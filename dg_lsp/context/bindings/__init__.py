@@ -7,7 +7,7 @@ module a language:
 - `go`: Go's names declared twice in one block and its `:=` with no new name;
 - `returns`: Go's and Java's returns that give the wrong count of values;
 - `rust`: Rust's `self` outside a method, and a value left as the last expression of a function that returns
-  nothing;
+  nothing (and the names Rust's patterns bind, for the selection rules);
 - `walk`: what they share.
 `early_errors` finds them in a text, so that the syntax gate can refuse a suggestion that adds one
 (`gate_structure.structure_judge`).
@@ -21,12 +21,12 @@ from dg_lsp.context.bindings.c_family import C_FAMILY, c_redeclared, declarator_
 from dg_lsp.context.bindings.go import go_field_names, go_names, go_redeclared
 from dg_lsp.context.bindings.java import java_redeclared, java_unreachable
 from dg_lsp.context.bindings.returns import return_errors
-from dg_lsp.context.bindings.rust import rust_errors
+from dg_lsp.context.bindings.rust import rust_declared, rust_errors
 from dg_lsp.context.bindings.script import LANGUAGES, declared, pattern_names, script_errors
 from dg_lsp.context.syntax import parsed
 
 __all__ = ["LANGUAGES", "adds_early_error", "declarator_names", "declared", "early_errors", "go_field_names",
-           "go_names", "pattern_names"]
+           "go_names", "pattern_names", "rust_declared"]
 
 
 def early_errors(text: str, language: str | None) -> Counter:

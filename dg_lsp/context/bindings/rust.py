@@ -58,3 +58,39 @@ def rust_errors(root: Node) -> Counter:
             if inner and inner[-1].type in _VALUES:
                 errors["unit tail", ""] += 1
     return errors
+
+
+# patterns whose named children are patterns (a struct's and a tuple struct's `type` child is a path, not a binding)
+_PATTERNS = frozenset({"tuple_pattern", "slice_pattern", "mut_pattern", "ref_pattern", "reference_pattern",
+                       "captured_pattern", "or_pattern", "match_pattern", "tuple_struct_pattern", "struct_pattern"})
+
+
+def rust_pattern_names(node: Node | None) -> list[str]:
+    """The names a Rust pattern binds (`(a, mut b)`, `Some(c)`, `S { d, e: ref f, .. }`, `g @ 1..=5`): not a struct's
+    or variant's path, nor a field's name where a pattern follows it. A path alone (`None`) reads as a name too."""
+    if node is None:
+        return []
+    if node.type in ("identifier", "shorthand_field_identifier"):
+        return [node.text.decode("utf-8", "replace")]
+    if node.type == "field_pattern":
+        inner = node.child_by_field_name("pattern")
+        return rust_pattern_names(inner if inner is not None else node.child_by_field_name("name"))
+    if node.type in _PATTERNS:
+        return [name for i, child in enumerate(node.children) if child.is_named
+                and node.field_name_for_child(i) != "type" for name in rust_pattern_names(child)]
+    return []
+
+
+def rust_declared(node: Node) -> list[str]:
+    """The names one Rust node declares: a `let`'s, a parameter's, a closure's parameters', a `for`'s, an `if let`'s
+    or `while let`'s, a match arm's, and an item's name (a function, a `const`, a `static`)."""
+    if node.type in ("let_declaration", "parameter", "for_expression", "let_condition"):
+        return rust_pattern_names(node.child_by_field_name("pattern"))
+    if node.type == "closure_parameters":
+        return [name for child in node.named_children
+                for name in (rust_declared(child) if child.type == "parameter" else rust_pattern_names(child))]
+    if node.type == "match_pattern":
+        return rust_pattern_names(node)
+    if node.type in ("function_item", "const_item", "static_item") and node.child_by_field_name("name") is not None:
+        return [node.child_by_field_name("name").text.decode("utf-8", "replace")]
+    return []

@@ -38,7 +38,7 @@ def test_a_script_fill_that_no_longer_declares_a_name_read_below_is_refused():
     assert dropped_names(JS, (1, 2), (1, 34), "const uuid = node.id", "javascript") == []
     assert dropped_names(JS, (2, 2), (2, 28), "const url = node.url", "typescript") == ["license"]
     assert dropped_names(JS, (1, 2), (1, 34), "const seen = 1", "javascript") == ["uuid"]
-    assert dropped_names("let a = 1;\nlet b = a;\n", (0, 0), (0, 10), "let c = 1;", "rust") == []  # not read in Rust
+    assert dropped_names("x = 1\ny = x\n", (0, 0), (0, 5), "z = 1", "ruby") == []  # no grammar: not read
 
 
 C = ("int main(int argc, char **argv) {\n  char src[BUFSIZ];\n  int n = argc;\n"
@@ -53,6 +53,28 @@ def test_a_c_or_java_fill_that_no_longer_declares_a_name_read_below_is_refused()
     java = "class A {\n  int f(int x) {\n    int y = x + 1;\n    return y;\n  }\n}\n"
     assert dropped_names(java, (2, 4), (2, 18), "x++;", "java") == ["y"]
     assert dropped_names(java, (2, 4), (2, 18), "int y = 2, z = 3;", "java") == []
+
+
+RUST = ("impl<N: Copy> Graph<N> {\n    fn remove_edge(&mut self, a: N, b: N) -> Option<E> {\n"
+        "        let weight = self.edges.remove(&(a, b));\n        let (low, high) = (a, b);\n"
+        "        if let Some(w) = weight {\n            return Some(w);\n        }\n        weight\n    }\n}\n")
+
+
+def test_a_rust_fill_that_no_longer_declares_a_name_read_below_or_no_longer_returns_is_refused():
+    """petgraph's graphmap.rs (session 41): `let weight = ...` selected, an `if` written; cargo: "cannot find value
+    `weight` in this scope". A pattern binds each of its names; a shadowing `let` declares the name again; a
+    block's last expression is its value, which is not read as a return."""
+    assert dropped_names(RUST, (2, 8), (2, 48), "if self.edges.is_empty() {\n            return None;\n        }",
+                         "rust") == ["weight"]
+    assert dropped_names(RUST, (2, 8), (2, 48), "let mut weight = self.edges.remove(&(b, a));", "rust") == []
+    assert dropped_names(RUST, (3, 8), (3, 33), "let low = a;", "rust") == []  # `high` is read nowhere
+    assert dropped_names(RUST, (2, 8), (3, 33), "let Some(weight) = self.edges.get(&(a, b)) else {\n"
+                         "            return None;\n        };", "rust") == []
+    assert refusal(RUST, (5, 12), (5, 27), "self.count += 1;", "rust") == \
+        "the selected code ended in a return or throw, and what the model wrote does not"
+    assert refusal(RUST, (5, 12), (5, 27), "panic!(\"no edge\");", "rust") is None
+    assert refusal(RUST, (5, 12), (5, 27), "return Some(w.clone());", "rust") is None
+    assert refusal(RUST, (7, 8), (7, 14), "self.count += 1;", "rust") is None  # a value, not read
 
 
 JAVA = ("class S {\n  static boolean none(CharSequence cs, String invalid) {\n    if (invalid == null) {\n"
