@@ -37,6 +37,13 @@ def _takes_self(function: Node) -> bool:
     return parameters is not None and any(node.type == "self" for node, _ in nodes(parameters))
 
 
+def _in_unit_impl(function: Node) -> bool:
+    """A method of an `impl ... for ()`, whose `self` is `()` (wasm-bindgen's `fn into_abi(self) { self }`)."""
+    impl = function.parent.parent if function.parent is not None else None
+    return impl is not None and impl.type == "impl_item" and impl.child_by_field_name("type") is not None \
+        and impl.child_by_field_name("type").type == "unit_type"
+
+
 def rust_errors(root: Node) -> Counter:
     """`self` outside a method (`"self"`) and a value as the last expression of a function without a return type
     (`"unit tail"`), each counted once per place (see the module's docstring)."""
@@ -50,7 +57,8 @@ def rust_errors(root: Node) -> Counter:
                 function = function.parent  # a closure takes its method's `self`
             if function is not None and not _takes_self(function):
                 errors["self", ""] += 1
-        elif node.type == "function_item" and node.child_by_field_name("return_type") is None:
+        elif node.type == "function_item" and node.child_by_field_name("return_type") is None \
+                and not _in_unit_impl(node):
             body = node.child_by_field_name("body")
             if body is None or broken_block(body):
                 continue

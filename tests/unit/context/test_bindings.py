@@ -177,7 +177,8 @@ def test_rust_self_outside_a_method_and_a_value_ending_a_function_that_returns_n
             "impl A {\n    fn m(&self) -> i32 { let c = |a| self.x + a; self.x }\n"
             "    fn n(mut self: Box<Self>) { self.y(); }\n    fn new(c: usize) -> Self { self.c = c; Self { c } }\n}\n"
             "fn reset(&self) { self.inner.store(1); self.thread_id }\nfn unit() { foo() }\nfn unit2() { x.y(); }\n"
-            "fn valued() -> i32 { 1 }\nfn branch(x: bool) { if x { a() } else { b() } }\n")
+            "fn valued() -> i32 { 1 }\nfn branch(x: bool) { if x { a() } else { b() } }\n"
+            "impl IntoAbi for () { fn into_abi(self) { self } }\n")  # wasm-bindgen: there `self` is `()`
     assert early_errors(rust, "rust") == {("self", ""): 1, ("unit tail", ""): 1}  # new, reset
     prefix = "impl Context {\n    fn reset(&self) {\n        self.inner.store(0, Ordering::Release);\n        "
     suffix = "\n    }\n}\n"
