@@ -51,7 +51,7 @@ def java_redeclared(root: Node) -> Counter:
     enclosing one of the same method, lambdas included ("variable n is already defined in method f": Java, unlike C,
     lets no local shadow another). A `for`'s variables, an enhanced `for`'s, a `catch`'s parameter, a `try`'s
     resources and a lambda's parameters count as declared too. A class body (a local or anonymous class) starts
-    afresh; a switch group is read as a block of its own. Not read: a block with an ERROR or MISSING node among its
+    afresh; a switch's groups share its scope. Not read: a block with an ERROR or MISSING node among its
     statements (its declarations do not count), nor anything inside an ERROR node."""
     errors, stack = Counter(), [(root, frozenset(), False)]
     while stack:
@@ -66,10 +66,10 @@ def java_redeclared(root: Node) -> Counter:
                 for name in names:
                     errors["redeclared", name] += name in scope
             scope = scope | frozenset(names)
-        if node.type in ("block", "constructor_body", "switch_block_statement_group") and not in_error \
-                and not broken_block(node):
+        if node.type in ("block", "constructor_body", "switch_block") and not in_error \
+                and not any(map(broken_block, [node, *_groups(node)])):
             declared = set()
-            for child in node.children:
+            for child in _statements(node):
                 if child.type == "local_variable_declaration":
                     for name in declarator_names(child, functions=False):
                         errors["redeclared", name] += name in scope or name in declared
@@ -78,6 +78,18 @@ def java_redeclared(root: Node) -> Counter:
             continue
         stack.extend((child, scope, in_error) for child in node.children)
     return +errors
+
+
+def _groups(block: Node) -> list[Node]:
+    return [c for c in block.children if c.type == "switch_block_statement_group"] if block.type == "switch_block" \
+        else []
+
+
+def _statements(block: Node) -> list[Node]:
+    """A block's children in order; a switch's, its groups' statements (`case 1: int a; ... case 2: int a;` is one
+    scope) and its arrow rules (`case 1 -> { ... }`, each body a block of its own)."""
+    return [child for c in block.children
+            for child in (c.children if c.type == "switch_block_statement_group" else [c])]
 
 
 _JAVA_EXITS = frozenset({"return_statement", "throw_statement", "break_statement", "continue_statement"})

@@ -133,7 +133,8 @@ def test_java_statements_after_a_return_throw_break_or_continue_are_early_errors
 
 def test_a_java_local_may_not_shadow_another_local_or_parameter_of_its_method():
     """javac: "variable i is already defined in method f(int)", in a nested block too (`for (int i ...)` inside
-    another's body). A block's locals are out of scope after it; a local or anonymous class starts afresh."""
+    another's body; a `case` group's local in a later group of the same switch). A block's locals are out of scope
+    after it (an arrow rule's body too); a local or anonymous class starts afresh."""
     java = ("class A {\n  void f(int x) {\n    for (int i = 0; i < 3; i++) {\n      int y;\n"
             "      for (int i = 1; ; ) { }\n    }\n    for (String s : xs) { int s; }\n"
             "    try (Reader r = open()) { int r; } catch (IOException | E e) { int e; }\n"
@@ -141,6 +142,10 @@ def test_a_java_local_may_not_shadow_another_local_or_parameter_of_its_method():
             "    { int y; }\n    int y;\n    new Object() { void h() { int x; } };\n  }\n}\n")
     assert early_errors(java, "java") == {("redeclared", "i"): 1, ("redeclared", "s"): 1, ("redeclared", "r"): 1,
                                           ("redeclared", "e"): 1, ("redeclared", "x"): 2}
+    switch = ("class A {\n  void f(int k) {\n    switch (k) {\n      case 1: int a = 1; break;\n"
+              "      case 2: int a = 2; { int b; } int b; break;\n    }\n"
+              "    switch (k) { case 1 -> { int c = 1; } case 2 -> { int c = 2; } default -> {} }\n  }\n}\n")
+    assert early_errors(switch, "java") == {("redeclared", "a"): 1}  # a switch's groups share one scope
     prefix = "class A {\n  int sum(int[] xs) {\n    int total = 0;\n    for (int x : xs) {\n      "
     suffix = "\n    }\n    return total;\n  }\n}\n"
     assert clean_cut("int total = x * 2;", prefix, suffix, "java") == ""
