@@ -3,8 +3,8 @@ answer is applied by the editor over the user's code, not shown for the user to 
 
 `refusal` says why a fill is no fill, or None: the file would no longer compile (Python) or parse clean (the other
 languages with a grammar), the fill is only comments where code was selected, it leaves unbound a name that the
-selected code bound and the code after it reads, or the selected code ended in a `return` or `throw` and the fill
-does not."""
+selected code bound and the code after it reads, the selected code ended in a `return` or `throw` and the fill
+does not, or (Rust) the selected code ended in the value a function returns and the fill ends in a statement."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
     if drops_the_exit(document, start, end, text, language):
         return "the selected code ended in a return or throw, and what the model wrote does not"
+    if drops_the_value(document, start, end, text, language):
+        return "the selected code ended in the function's value (its last expression), and what the model wrote " \
+               "ends in a statement"
     return None
 
 
@@ -325,3 +328,47 @@ def drops_the_exit(document: str, start: tuple[int, int], end: tuple[int, int], 
     if indent.strip():
         return False  # a selection inside a line
     return _ends_in_exit(indent + document[at:to], language) is True and _ends_in_exit(indent + text, language) is False
+
+
+def drops_the_value(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                    language: str | None) -> bool:
+    """Rust: the selection ends with the last expression of the body of a function that returns a value (`weight`,
+    the end of petgraph's `fn remove_edge(...) -> Option<E>`), and the fill ends in a statement that gives none: a
+    `let`, or an expression with its `;` that does not return or panic. Applied, the function's body ends in `()`
+    (rustc: "mismatched types: expected `Option<E>`, found `()`"). A fill that ends in an expression, an `if`, a
+    `match` or a loop is not read. Other languages, a selection inside a line, or code that does not parse: False."""
+    if language != "rust":
+        return False
+    at, to = _offset(document, *start), _offset(document, *end)
+    indent = document[document.rfind("\n", 0, at) + 1:at]
+    if indent.strip() or not _ends_the_body_value(document, at, to):
+        return False
+    statements = _statements(indent + text, language)
+    if not statements:
+        return False
+    last = statements[-1]
+    if _tree_exits(last) is True:
+        return False
+    return last.type == "let_declaration" or (last.type == "expression_statement" and last.text.endswith(b";"))
+
+
+def _ends_the_body_value(document: str, at: int, to: int) -> bool:
+    """Whether the Rust code [at, to) of `document` ends with the last expression (no `;`) of a function's body whose
+    function declares a return type other than `()`."""
+    root = get_parser("rust").parse(document.encode("utf-8")).root_node
+    if root.has_error:
+        return False
+    lo, hi = len(document[:at].encode("utf-8")), len(document[:to].encode("utf-8"))
+    node = root.descendant_for_byte_range(lo, max(lo, hi - 1))
+    while node is not None and node.type != "block":
+        node = node.parent
+    function = node.parent if node is not None else None
+    if function is None or function.type != "function_item":
+        return False
+    returns = function.child_by_field_name("return_type")
+    inner = [c for c in node.named_children if "comment" not in c.type]
+    if returns is None or returns.type == "unit_type" or not inner:
+        return False
+    tail = inner[-1]
+    value = tail.type not in ("expression_statement", "let_declaration") and not tail.type.endswith("_item")
+    return value and lo <= tail.start_byte and tail.end_byte <= hi <= node.end_byte - 1

@@ -74,7 +74,25 @@ def test_a_rust_fill_that_no_longer_declares_a_name_read_below_or_no_longer_retu
         "the selected code ended in a return or throw, and what the model wrote does not"
     assert refusal(RUST, (5, 12), (5, 27), "panic!(\"no edge\");", "rust") is None
     assert refusal(RUST, (5, 12), (5, 27), "return Some(w.clone());", "rust") is None
-    assert refusal(RUST, (7, 8), (7, 14), "self.count += 1;", "rust") is None  # a value, not read
+    assert refusal(RUST, (7, 8), (7, 14), "return weight;", "rust") is None  # the value is no return
+
+
+def test_a_rust_fill_that_ends_in_a_statement_where_the_selection_ended_in_the_functions_value_is_refused():
+    """A Rust function's value is its body's last expression: `weight` selected at the end of `-> Option<E>`, a
+    statement written, and rustc's "expected `Option<E>`, found `()`". An expression, a return, a panic or an `if`
+    may give the value; a function of `()`, or a last expression inside an inner block, is not read."""
+    why = "the selected code ended in the function's value (its last expression), and what the model wrote ends in " \
+          "a statement"
+    assert refusal(RUST, (7, 8), (7, 14), "self.count += 1;", "rust") == why
+    assert refusal(RUST, (7, 8), (7, 14), "let w = weight.or(None);", "rust") == why
+    assert refusal(RUST, (6, 8), (7, 14), "}\n        weight.or(None)", "rust") is None
+    for text in ("weight.or(None)", "return weight;", "panic!(\"gone\");",
+                 "if low == high {\n            None\n        } else {\n            weight\n        }"):
+        assert refusal(RUST, (7, 8), (7, 14), text, "rust") is None, text
+    unit = "impl A {\n    fn touch(&mut self) {\n        self.count += 1;\n        self.flush()\n    }\n}\n"
+    assert refusal(unit, (3, 8), (3, 20), "self.flush();", "rust") is None
+    inner = "fn f(x: bool) -> i32 {\n    if x {\n        g();\n        1\n    } else {\n        2\n    }\n}\n"
+    assert refusal(inner, (3, 8), (3, 9), "g();", "rust") is None
 
 
 JAVA = ("class S {\n  static boolean none(CharSequence cs, String invalid) {\n    if (invalid == null) {\n"
