@@ -90,7 +90,8 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     selection reads, with nothing else binding them: applied, the fill leaves them unbound (the stdlib's domreg.py:
     `parts = s.split()` selected, a `for` loop written, `parts` read below). Python (its `ast`: in the function
     around the selection, or the module, and not a module global or a builtin); JavaScript, TypeScript, C, C++, Java,
-    Go and Rust (tree-sitter: declarations, and not declared anywhere else in the file). Where the selected code or the
+    Go and Rust (tree-sitter: declarations, and not declared anywhere else in the file; Rust: in the function around
+    the selection, whose locals no other function reads). Where the selected code or the
     fill does not parse alone, or the document with the fill does not, nothing is known: []."""
     at, to = _offset(document, *start), _offset(document, *end)
     indent = document[document.rfind("\n", 0, at) + 1:at]
@@ -239,15 +240,29 @@ def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, l
     if root.has_error:
         return []
     lo, hi = len(applied[:at].encode("utf-8")), len(applied[:until].encode("utf-8"))
+    # Rust: a local is only ever its function's, so only the function around the fill reads and binds (items, a
+    # `const` or a `fn`, bind anywhere); the other languages read the whole file
+    function = _rust_function(root, lo, hi) if language == "rust" else None
+    start, end = (function.start_byte, function.end_byte) if function is not None else (0, root.end_byte)
     read, bound, stack = set(), set(), [root]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type in ("identifier", "shorthand_property_identifier") and node.start_byte >= hi:
+        inside = start <= node.start_byte and node.end_byte <= end
+        if node.type in ("identifier", "shorthand_property_identifier") and node.start_byte >= hi and inside:
             read.add(node.text.decode("utf-8", "replace"))
-        if node.start_byte >= hi or node.end_byte <= lo:  # outside the fill
-            bound.update(_names_declared(node, language))
+        if (node.start_byte >= hi or node.end_byte <= lo) and (inside or node.type.endswith("_item")):
+            bound.update(_names_declared(node, language))  # outside the fill
     return sorted((before - after) & read - bound)
+
+
+def _rust_function(root, lo: int, hi: int):
+    """The innermost Rust function item around the bytes [lo, hi), or None."""
+    node, function = root.descendant_for_byte_range(lo, max(lo, hi - 1)), None
+    while node is not None and function is None:
+        function = node if node.type == "function_item" else None
+        node = node.parent
+    return function
 
 
 # tree-sitter statements that never exit; any other, but for the exits, the ifs and the blocks, is not judged

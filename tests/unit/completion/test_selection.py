@@ -67,6 +67,11 @@ def test_a_rust_fill_that_no_longer_declares_a_name_read_below_or_no_longer_retu
     assert dropped_names(RUST, (2, 8), (2, 48), "if self.edges.is_empty() {\n            return None;\n        }",
                          "rust") == ["weight"]
     assert dropped_names(RUST, (2, 8), (2, 48), "let mut weight = self.edges.remove(&(b, a));", "rust") == []
+    other = RUST + "fn add_edge(weight: E) -> E {\n    weight\n}\n"  # another function's `weight` is another name
+    assert dropped_names(other, (2, 8), (2, 48), "if low == high {\n            return None;\n        }", "rust") \
+        == ["weight"]
+    static = RUST + "static weight: Option<E> = None;\n"  # an item binds anywhere
+    assert dropped_names(static, (2, 8), (2, 48), "if low == high {\n            return None;\n        }", "rust") == []
     assert dropped_names(RUST, (3, 8), (3, 33), "let low = a;", "rust") == []  # `high` is read nowhere
     assert dropped_names(RUST, (2, 8), (3, 33), "let Some(weight) = self.edges.get(&(a, b)) else {\n"
                          "            return None;\n        };", "rust") == []
