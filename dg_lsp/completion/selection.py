@@ -242,7 +242,7 @@ def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, l
     lo, hi = len(applied[:at].encode("utf-8")), len(applied[:until].encode("utf-8"))
     # Rust: a local is only ever its function's, so only the function around the fill reads and binds (items, a
     # `const` or a `fn`, bind anywhere); the other languages read the whole file
-    function = _rust_function(root, lo, hi) if language == "rust" else None
+    function = _around(root, lo, hi, "function_item") if language == "rust" else None
     start, end = (function.start_byte, function.end_byte) if function is not None else (0, root.end_byte)
     read, bound, stack = set(), set(), [root]
     while stack:
@@ -256,13 +256,12 @@ def _tree_dropped(selected: str, text: str, applied: str, at: int, until: int, l
     return sorted((before - after) & read - bound)
 
 
-def _rust_function(root, lo: int, hi: int):
-    """The innermost Rust function item around the bytes [lo, hi), or None."""
-    node, function = root.descendant_for_byte_range(lo, max(lo, hi - 1)), None
-    while node is not None and function is None:
-        function = node if node.type == "function_item" else None
+def _around(root, lo: int, hi: int, kind: str):
+    """The innermost node of type `kind` around the bytes [lo, hi) of `root`'s text, or None."""
+    node = root.descendant_for_byte_range(lo, max(lo, hi - 1))
+    while node is not None and node.type != kind:
         node = node.parent
-    return function
+    return node
 
 
 # tree-sitter statements that never exit; any other, but for the exits, the ifs and the blocks, is not judged
@@ -374,9 +373,7 @@ def _ends_the_body_value(document: str, at: int, to: int) -> bool:
     if root.has_error:
         return False
     lo, hi = len(document[:at].encode("utf-8")), len(document[:to].encode("utf-8"))
-    node = root.descendant_for_byte_range(lo, max(lo, hi - 1))
-    while node is not None and node.type != "block":
-        node = node.parent
+    node = _around(root, lo, hi, "block")
     function = node.parent if node is not None else None
     if function is None or function.type != "function_item":
         return False
