@@ -47,7 +47,8 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
     TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code; a `return` with the wrong count
-    of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`), starts a statement that takes in the next line, or does not parse where it stands.
+    of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`), starts a
+    statement that takes in the next line, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):

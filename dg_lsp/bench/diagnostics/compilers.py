@@ -14,8 +14,9 @@ does not see (a name declared twice, an undeclared name, a type error).
   `GO111MODULE=off`);
 - `cargo`: `cargo check --offline` (the library and binaries) in a copy of the file's crate (the folder of the
   `Cargo.toml` above it, copied once per check without its dev-dependencies, its build kept between texts) with the
-  file replaced; the dependencies come from the sources cargo's own configuration names (a directory source such as Debian's
-  `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) is never judged.
+  file replaced; the dependencies come from the sources cargo's own configuration names (a directory source such
+  as Debian's `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) passes whatever it
+  holds.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
 per triple, the errors of the applied one where the document passed, and None where it did not (not judged).
@@ -155,9 +156,10 @@ def _go_errors(text: str, folder: str, source: str) -> list[str]:
                                             if re.search(r":\d+:\d+: ", line)] or ["error"]
 
 
-# a manifest's dev-dependency tables (`[dev-dependencies]`, `[dev-dependencies.x]`, `[target.'cfg(..)'.dev-dependencies]`)
-# through the line before the next table
-_DEV_TABLES = re.compile(r"^\[(?:target\.[^\n]*\.)?dev-dependencies(?:\.[^\n]*)?\]\n(?:(?!\[)[^\n]*\n)*", re.MULTILINE)
+# a manifest's dev-dependency tables (`[dev-dependencies]`, `[dev-dependencies.x]`,
+# `[target.'cfg(..)'.dev-dependencies]`) through the line before the next table
+_DEV_TABLES = re.compile(r"^\[(?:target\.[^\n]*\.)?dev-dependencies(?:\.[^\n]*)?\]\n(?:(?!\[)[^\n]*\n)*",
+                         re.MULTILINE)
 
 
 def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path]) -> list[str]:
