@@ -3,7 +3,7 @@
   with a `self` parameter"): `self.chunk_size = rem_len;` written in `fn new(chunk_size: usize, ...) -> Self`;
 - a value left as the body's last expression in a function that returns nothing (E0308, "expected `()`"): a
   suggestion whose last line is `self` or `self.thread_id`, cut where the model stopped, above the body's `}` in
-  `fn reset(&self)`. Only expressions that are never `()` count (`self`, a field, a literal, a reference, an
+  `fn reset(&self)`. Only expressions that are hardly ever `()` count (`self`, a field, a literal, a reference, an
   arithmetic or comparison, a tuple or array); a call, a macro, a block or an `if` may be `()` and are not read.
 
 Rust lets a name be declared again (`let x = x + 1;` shadows), so there is no rule for that. As in the other
@@ -25,7 +25,7 @@ from dg_lsp.context.bindings.walk import broken_block, nodes
 _NOT_A_VALUE = frozenset({"scoped_identifier", "scoped_type_identifier", "scoped_use_list", "use_declaration",
                           "use_list", "use_as_clause", "use_wildcard", "visibility_modifier", "self_parameter",
                           "parameter", "token_tree"})
-# expressions whose value is never `()`
+# expressions whose value is `()` only in code nobody writes (a name or a field of type `()`)
 _VALUES = frozenset({"self", "identifier", "field_expression", "integer_literal", "float_literal", "string_literal",
                      "raw_string_literal", "char_literal", "boolean_literal", "reference_expression",
                      "binary_expression", "unary_expression", "tuple_expression", "array_expression",
