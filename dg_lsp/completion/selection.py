@@ -65,6 +65,14 @@ def _offset(document: str, line: int, column: int) -> int:
     return at + column
 
 
+def _whole_lines(document: str, start: tuple[int, int], end: tuple[int, int]) -> tuple[int, int, str] | None:
+    """(start index, end index, the indentation before the start) of a selection that starts at its line's code,
+    whose text is whole statements; None for one that starts inside a line."""
+    at, to = _offset(document, *start), _offset(document, *end)
+    indent = document[document.rfind("\n", 0, at) + 1:at]
+    return None if indent.strip() else (at, to, indent)
+
+
 def only_comments(text: str, language: str | None) -> bool:
     """Whether `text`, read alone, is nothing but comments (at least one): tree-sitter finds no error in it and
     every node at its top is a comment. False in a language without a grammar."""
@@ -93,10 +101,9 @@ def dropped_names(document: str, start: tuple[int, int], end: tuple[int, int], t
     Go and Rust (tree-sitter: declarations, and not declared anywhere else in the file; Rust: in the function around
     the selection, whose locals no other function reads). Where the selected code or the
     fill does not parse alone, or the document with the fill does not, nothing is known: []."""
-    at, to = _offset(document, *start), _offset(document, *end)
-    indent = document[document.rfind("\n", 0, at) + 1:at]
-    if indent.strip():
+    if (lines := _whole_lines(document, start, end)) is None:
         return []  # a selection inside a line: a part of a statement binds nothing alone
+    at, to, indent = lines
     applied = document[:at] + text + document[to:]
     first, last = start[0], start[0] + text.count("\n")  # the fill's lines in the applied document, 0-based
     if language == "python":
@@ -337,10 +344,9 @@ def drops_the_exit(document: str, start: tuple[int, int], end: tuple[int, int], 
     `return containsNone(...)` selected, two declarations written, and javac's "missing return statement"; jinja2's
     `return ident` replaced by an `else:` branch). Where either does not parse alone as statements, or the fill's
     last statement is a loop, `switch` or `try` (not read): False."""
-    at, to = _offset(document, *start), _offset(document, *end)
-    indent = document[document.rfind("\n", 0, at) + 1:at]
-    if indent.strip():
+    if (lines := _whole_lines(document, start, end)) is None:
         return False  # a selection inside a line
+    at, to, indent = lines
     return _ends_in_exit(indent + document[at:to], language) is True and _ends_in_exit(indent + text, language) is False
 
 
@@ -353,10 +359,10 @@ def drops_the_value(document: str, start: tuple[int, int], end: tuple[int, int],
     `match` or a loop is not read. Other languages, a selection inside a line, or code that does not parse: False."""
     if language != "rust":
         return False
-    at, to = _offset(document, *start), _offset(document, *end)
-    indent = document[document.rfind("\n", 0, at) + 1:at]
-    if indent.strip() or not _ends_the_body_value(document, at, to):
+    lines = _whole_lines(document, start, end)
+    if lines is None or not _ends_the_body_value(document, lines[0], lines[1]):
         return False
+    indent = lines[2]
     statements = _statements(indent + text, language)
     if not statements:
         return False
