@@ -16,7 +16,12 @@ does not see (a name declared twice, an undeclared name, a type error).
   `Cargo.toml` above it, copied once per check without its dev-dependencies, its build kept between texts) with the
   file replaced; the dependencies come from the sources cargo's own configuration names (a directory source such
   as Debian's `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) passes whatever it
-  holds.
+  holds;
+- `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
+  duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
+  wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
+  counted by kind and name against the document without the answer, or against the source file where that document
+  does not parse (a statement cut while it is typed): always judged.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
 per triple, the errors of the applied one where the document passed, and None where it did not (not judged).
@@ -33,7 +38,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo")
+CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo", "pyflakes")
+
+# pyflakes' messages that are errors at run time (or at compile time), not style
+_PYFLAKES_ERRORS = frozenset({
+    "UndefinedName", "UndefinedLocal", "UndefinedExport", "DuplicateArgument", "ReturnOutsideFunction",
+    "YieldOutsideFunction", "ContinueOutsideLoop", "BreakOutsideLoop", "DefaultExceptNotLast", "TwoStarredExpressions",
+    "TooManyExpressionsInStarredAssignment", "ImportStarNotPermitted", "PercentFormatInvalidFormat",
+    "PercentFormatMixedPositionalAndNamed", "PercentFormatUnsupportedFormatCharacter",
+    "PercentFormatPositionalCountMismatch", "PercentFormatMissingArgument", "PercentFormatExpectedMapping",
+    "PercentFormatExpectedSequence", "PercentFormatStarRequiresSequence", "StringDotFormatInvalidFormat",
+    "StringDotFormatMissingArgument", "StringDotFormatMixingAutomatic"})
 
 # TypeScript's diagnostics that are early errors, not types: redeclared block-scoped variable, duplicate identifier,
 # const without a value, reserved words in strict mode, await outside async, invalid names
@@ -68,6 +83,11 @@ def available(checker: str) -> str | None:
         return "gcc or g++ is not on PATH"
     if checker in ("javac", "go", "cargo") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
+    if checker == "pyflakes":
+        try:
+            import pyflakes  # noqa: F401
+        except ImportError:
+            return "pyflakes is not installed: pip install 'dg-lsp[bench]'"
     return None
 
 
@@ -191,16 +211,44 @@ def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+def _pyflakes_errors(text: str) -> list[str] | None:
+    """pyflakes' errors in `text` as "Kind name" strings; None where it does not parse."""
+    import ast
+    import warnings
+
+    from pyflakes.checker import Checker
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in the wild
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    found = Checker(tree, withDoctest=False).messages
+    return [" ".join([type(m).__name__] + [str(a) for a in m.message_args[:1]])
+            for m in found if type(m).__name__ in _PYFLAKES_ERRORS]
+
+
+def _added(before: list, after: list) -> list[str]:
+    """What `after` holds more often than `before`, once each, sorted."""
+    return [str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)]
+
+
 def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[str] | None]:
     """Per (document, applied, source file): the checker's errors on the applied document where it passes the
-    document, else None (not judged). For `tsc`, the error codes the document did not have."""
+    document, else None (not judged). For `tsc` and `pyflakes`, the errors the document did not have."""
     with tempfile.TemporaryDirectory(prefix="dg-lsp-check-") as folder:
         if checker == "tsc":
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
+            return [_added(codes[2 * k], codes[2 * k + 1]) for k in range(len(triples))]
+        if checker == "pyflakes":
             out = []
-            for k in range(len(triples)):
-                before, after = codes[2 * k], codes[2 * k + 1]
-                out.append([str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)])
+            for doc, applied, source in triples:
+                before = _pyflakes_errors(doc)
+                if before is None:
+                    before = _pyflakes_errors(Path(source).read_text(encoding="utf-8")) or []
+                after = _pyflakes_errors(applied)
+                out.append(["SyntaxError"] if after is None else _added(before, after))
             return out
         classes: dict[Path, str] = {}
         crates: dict[Path, Path] = {}
