@@ -25,6 +25,7 @@ import re
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
+from dg_lsp.completion.unbound import without_unbound
 
 log = logging.getLogger(__name__)
 
@@ -292,10 +293,12 @@ def selection_end(ctx) -> dict:
 
 # -- the one path ---------------------------------------------------------------------------------------------
 def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, selection: bool,
-                      max_lines: int) -> str:
+                      max_lines: int, document: str | None = None) -> str:
     """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
     (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
-    window, indentation, language, whether the cursor's line has text after it)."""
+    window, indentation, language, whether the cursor's line has text after it). With the whole `document`
+    (`ctx`'s positions are in it), a shown suggestion is also cut before a line that reads a name nothing binds
+    (`unbound.without_unbound`; a selection fill's check is `selection.refusal`)."""
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
     # cut where `shown_end` told the engine the shown text ends; a selection fill only at its block's end (issue
@@ -311,6 +314,9 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
         # the editor applies a fill over the user's code: whole and clean, or not at all (no cut of it)
         log.info("selection fill refused: it would break the code around it (%d chars)", len(text))
         return ""
+    if document is not None and not selection and gated:
+        return without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
+                               lambda kept: gate_suggestion(kept, prefix, ctx) == kept)
     return gated
 
 

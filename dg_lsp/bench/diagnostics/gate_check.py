@@ -40,8 +40,12 @@ def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
     from dg_lsp.completion.postprocess import gate_suggestion
 
+    from dg_lsp.completion.unbound import without_unbound
+
     view = editor_view(task, 1024)
-    return gate_suggestion(text, view.prefix, view.ctx)  # as `postprocess.finish_suggestion` gates
+    gated = gate_suggestion(text, view.prefix, view.ctx)  # as `postprocess.finish_suggestion` gates
+    return gated and without_unbound(gated, task.prefix + task.suffix, view.ctx.start, view.ctx.end,
+                                     view.ctx.language, lambda kept: gate_suggestion(kept, view.prefix, view.ctx) == kept)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:
@@ -116,7 +120,8 @@ def repo(root: str, language: str, per_kind: int, seed: int) -> list[dict]:
             if others:
                 texts["wrong"] = rnd.choice(others) + "\n"
         for name, text in texts.items():
-            shown = finish_suggestion(text, [], view.prefix, view.ctx, selection=False, max_lines=8)
+            shown = finish_suggestion(text, [], view.prefix, view.ctx, selection=False, max_lines=8,
+                                      document=task.prefix + task.suffix)
             count[(task.kind, name)] += 1
             count[(task.kind, name, "whole")] += shown == text
             count[(task.kind, name, "shown")] += bool(shown)

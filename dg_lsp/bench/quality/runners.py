@@ -186,7 +186,8 @@ class EngineRunner:
 
         view = self.view(task)
         return finish_suggestion(result.text, result.candidates, view.prefix, view.ctx,
-                                 selection=False, max_lines=SERVER_DEFAULTS.max_lines)
+                                 selection=False, max_lines=SERVER_DEFAULTS.max_lines,
+                                 document=task.prefix + task.suffix)
 
     def peak_memory(self) -> dict:
         return peak_memory(self.engine.loaded.device)

@@ -1,0 +1,36 @@
+"""A suggestion that reads a name nothing binds (Python): `self.rfc2109 = r` written where no `r` is, a helper the
+model made up (`node_concat(head, values)`), a method called without its `self.`. Run, the line raises NameError.
+The names are read on the whole document with the suggestion applied (`context.bindings.python.unbound_reads`).
+
+An inline suggestion keeps its whole lines before the first line that reads one, where those lines are clean by
+themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one is no fill
+(`selection.refusal`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dg_lsp.context.bindings.python import unbound_reads
+from dg_lsp.context.windows import cursor_offset
+
+
+def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                  language: str | None) -> list[tuple[str, int]]:
+    """(name, offset in `text`) of each name `text`, put over [start, end) of `document` ((line, column) positions),
+    reads where nothing binds it; [] outside Python, or where nothing is known."""
+    if language != "python" or not text.strip():
+        return []
+    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
+    applied = document[:at] + text + document[to:]
+    return [(name, offset - at) for name, offset in unbound_reads(applied, at, at + len(text))]
+
+
+def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,
+                    clean: Callable[[str], bool]) -> str:
+    """`text` where it reads no unbound name; else its whole lines before the first line that reads one, where
+    there are any and `clean` passes them; else ""."""
+    reads = unbound_names(document, start, end, text, language)
+    if not reads:
+        return text
+    kept = text[:text.rfind("\n", 0, reads[0][1]) + 1]
+    return kept if kept.strip() and clean(kept) else ""

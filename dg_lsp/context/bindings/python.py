@@ -1,0 +1,158 @@
+"""Python's names read where nothing binds them (a NameError when the line runs), read from the whole module's `ast`
+by Python's scope rules: a function sees its own names, the functions around it and the module, not the class
+bodies around it; a class body sees its own names. A name bound anywhere in a scope counts, before or after the
+read. `unbound_reads` finds them in a span of a module: the text a suggestion puts there.
+
+Nothing is known (no names) where the module does not parse, or where its names are not all in the text: a star
+import, a write through `globals()` or `vars()`, `exec`, `__builtins__` or `sys.modules[__name__]` anywhere in it."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import warnings
+
+# names every module has without binding them, beyond the builtins of this machine: `_` is gettext's, installed into
+# the builtins; `WindowsError` is a builtin on Windows
+_MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__path__",
+                           "__cached__", "__annotations__", "__builtins__", "__dict__", "__class__",
+                           "__warningregistry__", "_", "WindowsError"})
+# a module that binds names no statement shows
+_DYNAMIC = re.compile(r"\b(globals|vars)\(\)\s*(\[[^\]\n]*\]\s*=[^=]|\.(update|setdefault|__setitem__)\b)"
+                      r"|\bexec\s*\(|__builtins__|sys\.modules\[__name__\]|\bimport\s+\*")
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+class _Scope:
+    def __init__(self, kind: str, parent: _Scope | None):
+        self.kind, self.parent, self.names = kind, parent, set()
+
+    def function(self) -> _Scope:
+        """The scope a walrus in a comprehension binds in: the nearest one that is not a comprehension."""
+        scope = self
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def sees(self, name: str) -> bool:
+        """Whether a read of `name` in this scope finds a binding (class bodies around it are skipped)."""
+        scope = self
+        while scope is not None:
+            if name in scope.names and (scope is self or scope.kind != "class"):
+                return True
+            scope = scope.parent
+        return False
+
+
+class _Walk:
+    """Every scope's bindings, and the reads between two (line, byte column) positions with their scopes."""
+
+    def __init__(self, start: tuple[int, int], end: tuple[int, int]):
+        self.start, self.end = start, end
+        self.module = _Scope("module", None)
+        self.reads: list[tuple[ast.Name, _Scope]] = []
+
+    def bind(self, scope: _Scope, name: str) -> None:
+        scope.names.add(name)
+
+    def visit(self, node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.bind(scope, node.name)
+            for outer in node.decorator_list + (node.bases + [k.value for k in node.keywords]
+                                                if isinstance(node, ast.ClassDef) else []):
+                self.visit(outer, scope)
+            inner = _Scope("class" if isinstance(node, ast.ClassDef) else "function", scope)
+            if not isinstance(node, ast.ClassDef):
+                self.arguments(node.args, scope, inner)
+                if node.returns is not None:
+                    self.visit(node.returns, scope)
+            for child in node.body:
+                self.visit(child, inner)
+            return
+        if isinstance(node, ast.Lambda):
+            inner = _Scope("function", scope)
+            self.arguments(node.args, scope, inner)
+            self.visit(node.body, inner)
+            return
+        if isinstance(node, _COMPREHENSIONS):
+            # the first iterable is read where the comprehension is (a class body's names too), the rest inside
+            self.visit(node.generators[0].iter, scope)
+            inner = _Scope("comprehension", scope)
+            for child in ast.iter_child_nodes(node):
+                if child is not node.generators[0]:
+                    self.visit(child, inner)
+            first = node.generators[0]
+            for child in [first.target] + first.ifs:
+                self.visit(child, inner)
+            return
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                if self.start <= (node.lineno, node.col_offset) < self.end:
+                    self.reads.append((node, scope))
+            else:
+                self.bind(scope, node.id)
+            return
+        if isinstance(node, ast.NamedExpr):
+            self.bind(scope.function(), node.target.id)
+        elif isinstance(node, ast.alias):
+            self.bind(scope, (node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self.bind(scope, node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                self.bind(scope, name)
+                if isinstance(node, ast.Global):
+                    self.bind(self.module, name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            self.bind(scope, node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            self.bind(scope, node.rest)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, scope)
+
+    def arguments(self, args: ast.arguments, outer: _Scope, inner: _Scope) -> None:
+        """Parameters bind in the function; defaults and annotations are read where the function is defined."""
+        for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.visit(default, outer)
+        for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+            self.bind(inner, arg.arg)
+            if arg.annotation is not None:
+                self.visit(arg.annotation, outer)
+
+
+def _position(source: str, offset: int) -> tuple[int, int]:
+    """(1-based line, UTF-8 byte column) of a character offset, as `ast` numbers positions."""
+    line_start = source.rfind("\n", 0, offset) + 1
+    return source.count("\n", 0, offset) + 1, len(source[line_start:offset].encode("utf-8"))
+
+
+def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
+    """(name, character offset) of each name read in `source[start:end]` that no scope it can see binds, nor the
+    builtins, in source order; [] where nothing is known (see the module's docstring)."""
+    if start >= end or _DYNAMIC.search(source):
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in a string: a SyntaxWarning
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    walk = _Walk(_position(source, start), _position(source, end))
+    try:
+        for node in tree.body:
+            walk.visit(node, walk.module)
+    except RecursionError:
+        return []
+    known = set(dir(builtins)) | _MODULE_NAMES
+    lines = source.split("\n")
+    out = []
+    for node, scope in walk.reads:
+        if node.id in known or scope.sees(node.id):
+            continue
+        line = lines[node.lineno - 1]
+        column = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", errors="replace"))
+        out.append((node.id, sum(len(x) + 1 for x in lines[:node.lineno - 1]) + column))
+    return sorted(out, key=lambda read: read[1])
