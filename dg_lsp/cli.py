@@ -74,6 +74,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "the hole); off = plain diffusion (default: 1.0)")
     p.add_argument("--deadline-ms", type=float, default=None,
                    help="time budget per completion (serve default: 5000; complete default: none)")
+    p.add_argument("--no-name-check", action="store_true",
+                   help="Python: show suggestions that read a name nothing binds (default: cut before that line)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model directory's own code")
     p.add_argument("--allow-pickle-weights", action="store_true",
                    help="also load pickled weights (.bin, which can run code); default: safetensors only")
@@ -99,6 +101,8 @@ def _settings(args, no_deadline_by_default: bool = False):
         raw["temperature"] = args.temperature
     if args.deadline_ms is not None:
         raw["deadlineMs"] = args.deadline_ms
+    if args.no_name_check:
+        raw["nameCheck"] = False
     if getattr(args, "verify_weight", None) is not None:
         raw["verifyWeight"] = args.verify_weight
     if getattr(args, "engine", None):

@@ -46,6 +46,9 @@ class Settings:
     deadline_ms: float | None = 5000.0
     automatic_trigger: bool = True  # answer automatic (as-you-type) requests
     max_lines: int = 8  # at most this many lines in one inline suggestion
+    # Python: a suggestion that reads a name nothing binds is cut before that line, or not shown, and such a selection
+    # fill is no fill (completion/unbound.py); false shows them (a call to a function not yet written)
+    name_check: bool = True
     max_document_chars: int = 20_000_000  # larger documents get no completions
     seed: int = 0
     trust_remote_code: bool = False  # command line only (--trust-remote-code), never from a client

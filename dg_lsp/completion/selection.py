@@ -20,16 +20,17 @@ from dg_lsp.context.syntax import python_complaint
 from .unbound import unbound_names
 
 
-def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: str, language: str | None) -> str | None:
+def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: str, language: str | None,
+            names: bool = True) -> str | None:
     """Why `text` over [start, end) of `document` ((line, column) positions, its line breaks `\n`) is no fill, or
-    None."""
+    None. `names`: also refuse a fill that reads a name nothing binds (the `nameCheck` setting)."""
     if not selection_keeps_compiling(document, start, end, text, language):
         return "the file would no longer compile or parse"
     if replaces_code_with_comments(document, start, end, text, language):
         return "only comments over selected code"
     if dropped := dropped_names(document, start, end, text, language):
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
-    if unbound := unbound_names(document, start, end, text, language):
+    if names and (unbound := unbound_names(document, start, end, text, language)):
         names = list(dict.fromkeys(name for name, _ in unbound))
         return f"it reads {', '.join(names)}, which nothing binds"
     if drops_the_exit(document, start, end, text, language):

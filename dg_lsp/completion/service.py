@@ -123,10 +123,11 @@ class CompletionService:
         with text is no fill (None where it is not refused so)."""
         text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
-                                 max_lines=self.settings.max_lines, document=p.req.document)
+                                 max_lines=self.settings.max_lines,
+                                 document=p.req.document if self.settings.name_check else None)
         if not text or not p.req.is_selection:
             return text, None
-        why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language)
+        why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language, names=self.settings.name_check)
         if why is not None:
             log.info("selection fill refused: %s (%d chars)", why, len(text))
             return "", why

@@ -27,10 +27,12 @@ def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], t
 
 def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,
                     clean: Callable[[str], bool]) -> str:
-    """`text` where it reads no unbound name; else its whole lines before the first line that reads one, where
-    there are any and `clean` passes them; else ""."""
+    """`text` where it reads no unbound name; else its whole lines before the first line that reads one (with the
+    last one's line break where `text` ends in one), where there are any and `clean` passes them; else ""."""
     reads = unbound_names(document, start, end, text, language)
     if not reads:
         return text
-    kept = text[:text.rfind("\n", 0, reads[0][1]) + 1]
+    cut = text.rfind("\n", 0, reads[0][1])
+    # a text that ends its lines (a whole-line hole's) keeps its last line break; one that starts them does not
+    kept = "" if cut < 0 else text[:cut + 1] if text.endswith("\n") else text[:cut]
     return kept if kept.strip() and clean(kept) else ""

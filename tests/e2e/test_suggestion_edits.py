@@ -32,7 +32,7 @@ ANSWERS = [
     ["w = ", "import import import import"],
     ["def g():\n", '\n    """Return one.\n   '],
     # a lone \r in the model's text is a line break by LSP's rules: it must not reach the editor as it is
-    ["q = ", "compute(1)  # one\rprint(q)"],
+    ["q = ", "f(1)  # one\rprint(q)"],
     # the README's post-processing rules, one document each (RULES below)
     ["r1 = ", "len\n    more(b)"],
     ["r2 = ", "a\n    r3 = r2\nprint(r3)\n"],
@@ -45,7 +45,7 @@ ANSWERS = [
     ["m8 = ", "1\n    n8 = ("],
     ["p8 = ", "x + ("],
     ["def h8():\n", "\n    k8 = = 1\n   "],
-    ["fw_a = ", "10\n\nfw_c(1)"],
+    ["fw_a = ", "10\n\nprint(fw())"],
     ["        t10 = 1", "\n        return t10\n        return t10\n        t10 += 1"],
     # a whole line that opens a block with no body under it, where the hole is an empty block's body
     ["        if e9:\n", "\n            if e9 > 1:\n   "],
@@ -54,6 +54,9 @@ ANSWERS = [
     ["    lp = 0\n    ", "\n    for x in lp:\n        print(x)\n    lp2 = lp\n   "],
     # a blank line opened above `return rb`: the model writes that line again
     ["    rb = 0\n    ", "\n    return rb\n   "],
+    # names nothing binds: a helper the model made up, on the only line and on a second line
+    ["    ub1 = ", "node_concat(a)"],
+    ["    uc1 = a", "\n    uc2 = uc1 + 1\n    return uc_helper(uc2)"],
     # selection fills (SEL_SOURCE): one that runs on into a new method, one that leaves a bracket open
     ["sx_get(self):\n        ", "\n        return 2\n    def"],
     ["sx_put(self):\n        ", "\n        return [3"],
@@ -61,7 +64,7 @@ ANSWERS = [
 # name: (document, cursor line, cursor column)
 RULES = {
     "one_line": ("def d1(a):\n    r1 = (a)\n    return r1\n", 1, 9),
-    "rest_of_line": ("def b2():\n    r2 = \nprint(b2())\n", 1, 9),
+    "rest_of_line": ("def b2(a):\n    r2 = \nprint(b2(1))\n", 1, 9),
     "block": ("def b2():\n    b2 = a\nprint(b2())\n", 1, 10),
     "repeats_suffix": ("def d4(a):\n    r4 = a + 1\n    return r4\n", 1, 14),
     "closer": ("z5 = g(a)\n", 0, 8),
@@ -69,13 +72,15 @@ RULES = {
     "prefix_join": ("v7 = \n", 0, 5),
     "suffix_join": ("s7 = [1, 2]\n", 0, 8),
     "leading_lines": ("def d8(a):\n    m8 = \n    return m8\n", 1, 9),
-    "clean_start": ("p8 = \n", 0, 5),
+    "clean_start": ("x = 1\np8 = \n", 1, 5),
     "whole_line": ("def h8():\n    return 0\n", 1, 0),
     "unreachable": ("def d10(a):\n    if a:\n        t10 = 1\n    return 0\n", 2, 15),
     "no_body": ("def d9(xs):\n    for e9 in xs:\n        if e9:\n    return xs\n", 3, 0),
     "between_lines": ("def bl(x):\n    bl = 0\n    \n    return bl\n", 2, 4),
     "between_lines_block": ("def lp(x):\n    lp = 0\n    \n    return lp\n", 2, 4),
     "repeats_below": ("def rb(x):\n    rb = 0\n    \n    return rb\n", 2, 4),
+    "unbound": ("def ub(a):\n    ub1 = \n    return ub1\n", 1, 10),
+    "unbound_later": ("def uc(a):\n    uc1 = a\n", 1, 11),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 SEL_SOURCE = "class Sx:\n    def sx_get(self):\n        return 1\n\n    def sx_put(self):\n        return 3\n"
@@ -180,7 +185,7 @@ async def test_a_lone_carriage_return_never_reaches_the_insert_text(client):
     assert len(items) == 1
     assert "\r" not in items[0].insert_text
     # the \r ends the line: the rest of the cursor's line of code is what is shown
-    assert lsp_lines(_apply(Q_SOURCE, items[0]))[4:] == ["q = compute(1)  # one"]
+    assert lsp_lines(_apply(Q_SOURCE, items[0]))[4:] == ["q = f(1)  # one"]
 
 
 @pytest.mark.parametrize("automatic", [False, True])
@@ -234,7 +239,7 @@ async def test_a_suggestion_that_is_the_next_line_again_is_not_shown(client, aut
 async def test_code_before_the_cursor_gets_the_rest_of_its_line(client):
     items, after = await _rule(client, "rest_of_line")
     assert [i.insert_text for i in items] == ["a"]
-    assert lsp_lines(after) == ["def b2():", "    r2 = a", "print(b2())"]
+    assert lsp_lines(after) == ["def b2(a):", "    r2 = a", "print(b2(1))"]
 
 
 async def test_a_block_is_cut_where_it_dedents_out_of_the_cursors_block(client):
@@ -300,7 +305,7 @@ async def test_a_suggestion_that_breaks_the_syntax_is_cut_to_its_clean_leading_l
 async def test_a_broken_line_inside_a_line_is_cut_to_its_clean_start(client):
     items, after = await _rule(client, "clean_start")
     assert [i.insert_text for i in items] == ["x"]
-    assert lsp_lines(after)[0] == "p8 = x"
+    assert lsp_lines(after)[1] == "p8 = x"
 
 
 async def test_a_broken_whole_line_is_not_shown_at_all(client):
@@ -315,6 +320,17 @@ async def test_a_whole_line_that_leaves_an_indentation_error_is_not_shown(client
     assert items == []
 
 
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_suggestion_that_reads_a_name_nothing_binds_is_cut_before_that_line(client, automatic):
+    """Python: run, the line would raise NameError. On the only line, no suggestion; on a later one, the lines
+    before it."""
+    items, after = await _rule(client, "unbound", automatic)
+    assert items == [] and after == RULES["unbound"][0]
+    items, after = await _rule(client, "unbound_later", automatic)
+    assert [i.insert_text for i in items] == ["\n    uc2 = uc1 + 1"]
+    assert lsp_lines(after) == ["def uc(a):", "    uc1 = a", "    uc2 = uc1 + 1"]
+
+
 async def test_a_selection_fill_is_applied_whole(client):
     """Not cut where it dedents out of the block (an inline suggestion would be): the selection's whole
     replacement, applied as it is. (The tiny model's canvas holds 12 tokens: a short selection.)"""
@@ -327,9 +343,9 @@ async def test_a_selection_fill_is_applied_whole(client):
     assert result["applied"] is True, result
     (edit,) = client.edits
     (text_edit,) = edit.document_changes[0].edits
-    assert text_edit.new_text == "10\n\nfw_c(1)"
+    assert text_edit.new_text == "10\n\nprint(fw())"
     after = _apply(FILL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
-    assert lsp_lines(after) == ["def fw():", "    fw_a = 10", "", "fw_c(1)"]
+    assert lsp_lines(after) == ["def fw():", "    fw_a = 10", "", "print(fw())"]
 
 
 async def _fill(client, uri: str, line: int, start: int, end: int):

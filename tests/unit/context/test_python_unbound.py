@@ -1,0 +1,112 @@
+"""Python's names read where nothing binds them (`context.bindings.python.unbound_reads`): Python's scope rules,
+and nothing claimed where the module's names are not all in its text."""
+
+from __future__ import annotations
+
+import pytest
+
+from dg_lsp.context.bindings.python import unbound_reads
+
+MODULE = '''import os.path
+from typing import List as L
+
+
+class A:
+    xs = [1, 2]
+    ys = [x * 2 for x in xs]
+
+    def m(self):
+        return xs
+
+    def n(self, q=xs):
+        return open_ftp(q) + os.sep + self.m()
+
+    def open_ftp(self, q):
+        return q
+
+
+def f(a, /, *b, c=1, **d):
+    total = 0
+    for i in range(a):
+        total += i
+    if (w := a):
+        pass
+    g = lambda z: z + a
+    squares = [y * y for y in b if y]
+    try:
+        pass
+    except OSError as err:
+        print(err)
+    return total + w + g(1) + later + unknown_thing + len(squares) + c + d + __name__
+
+
+def h(v):
+    global made_here
+    made_here = v
+    match v:
+        case [first, *rest]:
+            return first, rest
+        case {"k": kv, **others}:
+            return kv, others
+    def inner():
+        nonlocal v
+        return v + outer_only
+    return inner
+
+
+later = 3
+'''
+
+
+def reads(source: str, span: str) -> list[str]:
+    at = source.index(span)
+    return [name for name, _ in unbound_reads(source, at, at + len(span))]
+
+
+@pytest.mark.parametrize("span, names", [
+    ("[x * 2 for x in xs]", []),  # a comprehension's first iterable is read in the class body
+    ("return xs", ["xs"]),  # a method does not see its class body's names
+    ("open_ftp(q) + os.sep + self.m()", ["open_ftp"]),  # nor the class's methods, called without `self.`
+    ("total + w + g(1) + later + unknown_thing + len(squares) + c + d + __name__", ["unknown_thing"]),
+    ("lambda z: z + a", []),
+    ("print(err)", []),
+    ("return first, rest", []),
+    ("return kv, others", []),
+    ("return v + outer_only", ["outer_only"]),
+    ("made_here = v", []),
+])
+def test_names_are_read_by_pythons_scope_rules(span, names):
+    assert reads(MODULE, span) == names
+
+
+def test_every_read_is_found_with_its_offset_in_source_order():
+    source = "s = 'é'\ny = é2 + zz + s\n"
+    at = source.index("é2")
+    assert unbound_reads(source, at, len(source)) == [("é2", at), ("zz", source.index("zz"))]
+
+
+def test_a_name_bound_anywhere_in_the_scope_counts_and_a_read_outside_the_span_does_not():
+    source = "def f():\n    return g() + missing\n\n\ndef g():\n    return late\n\n\nlate = 1\n"
+    assert reads(source, "g() + missing") == ["missing"]
+    assert reads(source, "return late") == []
+
+
+@pytest.mark.parametrize("source", [
+    "from helpers import *\n\ndef f():\n    return anything\n",  # a star import
+    "globals()['anything'] = 1\n\ndef f():\n    return anything\n",  # a name made through globals()
+    "globals().update(anything=1)\n\ndef f():\n    return anything\n",
+    "exec('anything = 1')\n\ndef f():\n    return anything\n",
+    "def f(:\n    return anything\n",  # does not parse
+])
+def test_nothing_is_claimed_where_the_modules_names_are_not_all_in_its_text(source):
+    assert reads(source, "return anything") == []
+
+
+def test_reading_globals_is_not_writing_them():
+    source = "CONFIG = globals().get('X')\n\ndef f():\n    return anything\n"
+    assert reads(source, "return anything") == ["anything"]
+
+
+def test_builtins_and_the_names_every_module_has_are_bound():
+    source = "def f(xs):\n    return len(xs) + __file__ + _('text') + WindowsError\n"
+    assert reads(source, "return len(xs) + __file__ + _('text') + WindowsError") == []
