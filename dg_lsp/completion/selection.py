@@ -32,7 +32,7 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
     if names and (unbound := unbound_names(document, start, end, text, language)):
         names = list(dict.fromkeys(name for name, _ in unbound))
-        return f"it reads {', '.join(names)}, which nothing binds"
+        return f"it reads {', '.join(names)}, which nothing has bound there"
     if drops_the_exit(document, start, end, text, language):
         return "the selected code ended in a return or throw, and what the model wrote does not"
     if drops_the_value(document, start, end, text, language):

@@ -1,6 +1,7 @@
 """A suggestion that reads a name nothing binds (Python): `self.rfc2109 = r` written where no `r` is, a helper the
 model made up (`node_concat(head, values)`), a method called without its `self.`. Run, the line raises NameError.
-The names are read on the whole document with the suggestion applied (`context.bindings.python.unbound_reads`).
+A function's own name read before anything binds it (`logger = logger(msg)`) counts too. The names are read on the
+whole document with the suggestion applied (`context.bindings.python.unbound_reads`).
 
 An inline suggestion keeps its whole lines before the first line that reads one, where those lines are clean by
 themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one is no fill

@@ -1,7 +1,12 @@
 """Python's names read where nothing binds them (a NameError when the line runs), read from the whole module's `ast`
 by Python's scope rules: a function sees its own names, the functions around it and the module, not the class
 bodies around it; a class body sees its own names. A name bound anywhere in a scope counts, before or after the
-read. `unbound_reads` finds them in a span of a module: the text a suggestion puts there.
+read, with one exception: a function's own name (bound in it, not declared `global` or `nonlocal`) read in a
+statement (an `except` handler or a `case` counts as one) that no binding of it comes before, outside any loop of
+that function, raises UnboundLocalError (`logger = logger(msg)`, `exc_type, exc_value, tb = exc_type(exc_value)`).
+A binding comes before a read when its statement starts earlier, or it is the read's own statement's and not what a
+simple assignment assigns (a walrus, `with ... as`). `unbound_reads` finds them in a span of a module: the text a
+suggestion puts there.
 
 Nothing is known (no names) where the module does not parse, or where its names are not all in the text: a star
 import, a write through `globals()` or `vars()`, `exec`, `__builtins__` or `sys.modules[__name__]` anywhere in it."""
@@ -28,7 +33,10 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 class _Scope:
     def __init__(self, kind: str, parent: _Scope | None):
-        self.kind, self.parent, self.names = kind, parent, set()
+        self.kind, self.parent, self.names, self.declared = kind, parent, set(), set()
+        # name -> where each binding takes effect: (statement line, statement column, 1 after the statement's value
+        # as a simple assignment's target, else 0); a parameter's is (0, 0, 0)
+        self.where: dict[str, list[tuple[int, int, int]]] = {}
 
     def function(self) -> _Scope:
         """The scope a walrus in a comprehension binds in: the nearest one that is not a comprehension."""
@@ -36,6 +44,10 @@ class _Scope:
         while scope.kind == "comprehension" and scope.parent is not None:
             scope = scope.parent
         return scope
+
+    def before(self, name: str, statement: tuple[int, int]) -> bool:
+        """Whether a binding of `name` in this scope comes before a read in the statement at `statement`."""
+        return any(at[:2] < statement or (at[:2] == statement and not at[2]) for at in self.where.get(name, ()))
 
     def sees(self, name: str) -> bool:
         """Whether a read of `name` in this scope finds a binding (class bodies around it are skipped)."""
@@ -53,12 +65,38 @@ class _Walk:
     def __init__(self, start: tuple[int, int], end: tuple[int, int]):
         self.start, self.end = start, end
         self.module = _Scope("module", None)
-        self.reads: list[tuple[ast.Name, _Scope]] = []
+        # each read: its node, its scope, its statement's (line, column), whether a loop of its function holds it
+        self.reads: list[tuple[ast.Name, _Scope, tuple[int, int], bool]] = []
+        self.statement, self.target, self.loop = (0, 0), False, False
 
-    def bind(self, scope: _Scope, name: str) -> None:
+    def bind(self, scope: _Scope, name: str, at: tuple[int, int, int] | None = None) -> None:
         scope.names.add(name)
+        scope.where.setdefault(name, []).append(at or (*self.statement, int(self.target)))
 
     def visit(self, node: ast.AST, scope: _Scope) -> None:
+        # an `except` handler and a `case` are statements here: they come after the `try` body, the `match` subject
+        if isinstance(node, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+            saved = self.statement, self.target, self.loop
+            at = node.pattern if isinstance(node, ast.match_case) else node
+            self.statement, self.target = (at.lineno, at.col_offset), False
+            self.loop = self.loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+            try:
+                self.visit_statement(node, scope)
+            finally:
+                self.statement, self.target, self.loop = saved
+        else:
+            self.visit_statement(node, scope)
+
+    def visit_statement(self, node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            # the value (and the annotation) first; the targets are bound after it
+            for child in [node.value, getattr(node, "annotation", None)]:
+                if child is not None:
+                    self.visit(child, scope)
+            self.target = True
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                self.visit(target, scope)
+            return
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.bind(scope, node.name)
             for outer in node.decorator_list + (node.bases + [k.value for k in node.keywords]
@@ -69,13 +107,12 @@ class _Walk:
                 self.arguments(node.args, scope, inner)
                 if node.returns is not None:
                     self.visit(node.returns, scope)
-            for child in node.body:
-                self.visit(child, inner)
+            self.body(node.body, inner)
             return
         if isinstance(node, ast.Lambda):
             inner = _Scope("function", scope)
             self.arguments(node.args, scope, inner)
-            self.visit(node.body, inner)
+            self.body([node.body], inner)
             return
         if isinstance(node, _COMPREHENSIONS):
             # the first iterable is read where the comprehension is (a class body's names too), the rest inside
@@ -91,7 +128,7 @@ class _Walk:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 if self.start <= (node.lineno, node.col_offset) < self.end:
-                    self.reads.append((node, scope))
+                    self.reads.append((node, scope, self.statement, self.loop))
             else:
                 self.bind(scope, node.id)
             return
@@ -104,6 +141,7 @@ class _Walk:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 self.bind(scope, name)
+                scope.declared.add(name)
                 if isinstance(node, ast.Global):
                     self.bind(self.module, name)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
@@ -113,12 +151,21 @@ class _Walk:
         for child in ast.iter_child_nodes(node):
             self.visit(child, scope)
 
+    def body(self, statements: list[ast.AST], scope: _Scope) -> None:
+        """A function's or class's body: its own loops, not the ones around its definition."""
+        saved, self.loop = self.loop, False
+        try:
+            for child in statements:
+                self.visit(child, scope)
+        finally:
+            self.loop = saved
+
     def arguments(self, args: ast.arguments, outer: _Scope, inner: _Scope) -> None:
         """Parameters bind in the function; defaults and annotations are read where the function is defined."""
         for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
             self.visit(default, outer)
         for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
-            self.bind(inner, arg.arg)
+            self.bind(inner, arg.arg, (0, 0, 0))
             if arg.annotation is not None:
                 self.visit(arg.annotation, outer)
 
@@ -149,8 +196,11 @@ def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
     known = set(dir(builtins)) | _MODULE_NAMES
     lines = source.split("\n")
     out = []
-    for node, scope in walk.reads:
-        if node.id in known or scope.sees(node.id):
+    for node, scope, statement, loop in walk.reads:
+        local = scope.kind == "function" and node.id in scope.names and node.id not in scope.declared
+        if local and not loop and not scope.before(node.id, statement):
+            pass  # read before anything binds it: UnboundLocalError
+        elif node.id in known or scope.sees(node.id):
             continue
         line = lines[node.lineno - 1]
         column = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", errors="replace"))

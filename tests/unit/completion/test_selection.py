@@ -133,5 +133,5 @@ def test_a_fill_that_reads_a_name_nothing_binds_is_refused_and_says_which():
     """Python: `self.rfc2109 = r` written where no `r` is (the stdlib's cookiejar.py, session 42) raises NameError."""
     source = "class C:\n    def __init__(self, rest, rfc2109):\n        self.rest = rest\n        self.rfc = rfc2109\n"
     start, end = (3, 8), (3, 26)
-    assert refusal(source, start, end, "self.rfc = r", "python") == "it reads r, which nothing binds"
+    assert refusal(source, start, end, "self.rfc = r", "python") == "it reads r, which nothing has bound there"
     assert refusal(source, start, end, "self.rfc = rest", "python") is None

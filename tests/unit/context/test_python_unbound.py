@@ -110,3 +110,48 @@ def test_reading_globals_is_not_writing_them():
 def test_builtins_and_the_names_every_module_has_are_bound():
     source = "def f(xs):\n    return len(xs) + __file__ + _('text') + WindowsError\n"
     assert reads(source, "return len(xs) + __file__ + _('text') + WindowsError") == []
+
+
+ORDER = '''import logging
+
+logger = logging.getLogger()
+counter = 0
+
+
+def f(a, msg):
+    logger = logger(msg)
+    a = a + 1
+    x = 1
+    x = x + 1
+    if (m := a.match()) and m.group():
+        pass
+    try:
+        from json import JSONDecodeError
+    except JSONDecodeError:
+        pass
+    for item in a:
+        total = total + item
+    while a:
+        late = 1
+    print(late)
+    return x
+
+
+def g():
+    global counter
+    counter = counter + 1
+'''
+
+
+@pytest.mark.parametrize("span, names", [
+    ("logger = logger(msg)", ["logger"]),  # its own name, bound only by this assignment: UnboundLocalError
+    ("a = a + 1", []),  # a parameter
+    ("x = x + 1", []),  # bound by an earlier statement
+    ("(m := a.match()) and m.group()", []),  # a walrus binds before what follows it
+    ("except JSONDecodeError:", []),  # the handler comes after the `try` body's import
+    ("total = total + item", []),  # in a loop: an earlier pass may have bound it
+    ("print(late)", []),  # bound in a loop before it
+    ("counter = counter + 1", []),  # declared global
+])
+def test_a_functions_own_name_read_before_anything_binds_it_is_unbound(span, names):
+    assert reads(ORDER, span) == names
