@@ -3,7 +3,8 @@ answer is applied by the editor over the user's code, not shown for the user to 
 
 `refusal` says why a fill is no fill, or None: the file would no longer compile (Python) or parse clean (the other
 languages with a grammar), the fill is only comments where code was selected, it leaves unbound a name that the
-selected code bound and the code after it reads, it reads a name nothing binds (Python), the selected code ended in a `return` or `throw` and the fill
+selected code bound and the code after it reads, it reads a name nothing binds or leaves one unbound that the code
+around it reads (Python), the selected code ended in a `return` or `throw` and the fill
 does not, or (Rust) the selected code ended in the value a function returns and the fill ends in a statement."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_f
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
-from .unbound import unbound_names
+from .unbound import leaves_unbound, unbound_names
 
 
 def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: str, language: str | None,
@@ -31,8 +32,9 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
     if dropped := dropped_names(document, start, end, text, language):
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
     if names and (unbound := unbound_names(document, start, end, text, language)):
-        names = list(dict.fromkeys(name for name, _ in unbound))
-        return f"it reads {', '.join(names)}, which nothing has bound there"
+        return f"it reads {', '.join(dict.fromkeys(name for name, _ in unbound))}, which nothing has bound there"
+    if names and (unbound := leaves_unbound(document, start, end, text, language)):
+        return f"the code around it reads {', '.join(unbound)}, which it leaves unbound"
     if drops_the_exit(document, start, end, text, language):
         return "the selected code ended in a return or throw, and what the model wrote does not"
     if drops_the_value(document, start, end, text, language):

@@ -4,11 +4,12 @@ A function's own name read before anything binds it (`logger = logger(msg)`) cou
 whole document with the suggestion applied (`context.bindings.python.unbound_reads`).
 
 An inline suggestion keeps its whole lines before the first line that reads one, where those lines are clean by
-themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one is no fill
-(`selection.refusal`)."""
+themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one, or after
+which the code around it reads one it did not, is no fill (`selection.refusal`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from dg_lsp.context.bindings.python import unbound_reads
@@ -18,12 +19,29 @@ from dg_lsp.context.windows import cursor_offset
 def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
                   language: str | None) -> list[tuple[str, int]]:
     """(name, offset in `text`) of each name `text`, put over [start, end) of `document` ((line, column) positions),
-    reads where nothing binds it; [] outside Python, or where nothing is known."""
+    reads (or finishes) where nothing binds it; [] outside Python, or where nothing is known."""
     if language != "python" or not text.strip():
         return []
     at, to = cursor_offset(document, *start), cursor_offset(document, *end)
     applied = document[:at] + text + document[to:]
-    return [(name, offset - at) for name, offset in unbound_reads(applied, at, at + len(text))]
+    # a name typed before the cursor and finished by `text` starts before it: at 0
+    return [(name, max(0, offset - at)) for name, offset in unbound_reads(applied, at, at + len(text))]
+
+
+def leaves_unbound(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                   language: str | None) -> list[str]:
+    """The names the code outside `text`, put over [start, end) of `document`, reads where nothing binds them, more
+    often than it did without `text`: a selection fill that took away a binding the code after it needs (jinja2's
+    `url_quote`: `rv = quote_from_bytes(obj, safe)` selected and replaced, so `rv = rv.replace(...)` below reads `rv`
+    before anything binds it). [] outside Python, or where nothing is known."""
+    if language != "python":
+        return []
+    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
+    applied = document[:at] + text + document[to:]
+    before = Counter(name for name, offset in unbound_reads(document, 0, len(document)) if not at <= offset < to)
+    after = Counter(name for name, offset in unbound_reads(applied, 0, len(applied))
+                    if not at <= offset < at + len(text))
+    return sorted(after - before)
 
 
 def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,

@@ -127,7 +127,8 @@ class _Walk:
             return
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
-                if self.start <= (node.lineno, node.col_offset) < self.end:
+                # a name the span ends (a word typed before the cursor and finished after it) is read there too
+                if (node.lineno, node.col_offset) < self.end and self.start < (node.end_lineno, node.end_col_offset):
                     self.reads.append((node, scope, self.statement, self.loop))
             else:
                 self.bind(scope, node.id)
@@ -177,8 +178,9 @@ def _position(source: str, offset: int) -> tuple[int, int]:
 
 
 def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
-    """(name, character offset) of each name read in `source[start:end]` that no scope it can see binds, nor the
-    builtins, in source order; [] where nothing is known (see the module's docstring)."""
+    """(name, character offset) of each name read in `source[start:end]` (or that starts before it and ends in it)
+    that no scope it can see binds, nor the builtins, in source order; [] where nothing is known (see the module's
+    docstring). The offset is the name's own start, which may be before `start`."""
     if start >= end or _DYNAMIC.search(source):
         return []
     try:

@@ -135,3 +135,15 @@ def test_a_fill_that_reads_a_name_nothing_binds_is_refused_and_says_which():
     start, end = (3, 8), (3, 26)
     assert refusal(source, start, end, "self.rfc = r", "python") == "it reads r, which nothing has bound there"
     assert refusal(source, start, end, "self.rfc = rest", "python") is None
+
+
+def test_a_fill_after_which_the_code_around_it_reads_a_name_before_it_is_bound_is_refused():
+    """jinja2's `url_quote` (session 42): `rv = ...` selected, two `if`s written; `rv = rv.replace(...)` below still
+    binds `rv`, which `dropped_names` takes for bound, but reads it first."""
+    source = ("from urllib.parse import quote\n\n\ndef url_quote(obj, for_qs):\n    safe = b'/'\n"
+              "    rv = quote(obj, safe)\n    if for_qs:\n        rv = rv.replace('%20', '+')\n    return rv\n")
+    start, end = (5, 4), (5, 25)
+    assert refusal(source, start, end, "if len(obj) == 1:\n        return safe", "python") \
+        == "the code around it reads rv, which it leaves unbound"
+    assert refusal(source, start, end, "rv = quote(obj, b'')", "python") is None
+    assert refusal(source, start, end, "if len(obj) == 1:\n        return safe", "python", names=False) is None

@@ -57,3 +57,13 @@ def test_the_name_check_setting_and_its_flag_turn_it_off():
         assert service._finish(p, InfillResult(text="helper(a)")) == (shown, None)  # noqa: SLF001
     assert _settings(build_parser().parse_args(["serve"])).name_check is True
     assert _settings(build_parser().parse_args(["serve", "--no-name-check"])).name_check is False
+
+
+def test_a_name_typed_before_the_cursor_and_finished_by_the_suggestion_is_read():
+    """jinja2's optimizer.py: `Opt` typed, `imization(node, environment)` suggested: `Optimization` is bound nowhere."""
+    doc = "def f(node, environment):\n    return Opt\n"
+    at = (1, len("    return Opt"))
+    assert unbound_names(doc, at, at, "imization(node)", "python") == [("Optimization", 0)]
+    assert without_unbound("imization(node)", doc, at, at, "python", lambda kept: True) == ""
+    assert unbound_names(doc, at, at, "", "python") == []
+    assert unbound_names("def f(node, Optimizer):\n    return Opt\n", at, at, "imizer(node)", "python") == []
