@@ -65,6 +65,9 @@ CASES = {
     # Rust lets a name be declared again: the text assigns to an immutable local instead
     "cargo": ("src/lib.rs", "pub fn f(xs: i32) -> i32 {\n    let mut total = xs;\n    total += 1;\n    total\n}\n",
               "rust", 2, "let total = 1; total = 2;"),
+    # Python declares by assigning: the text reads a name nothing binds instead
+    "pyflakes": ("mod.py", "def f(xs):\n    total = xs\n    total += 1\n    return total\n", "python", 2,
+                 "total += missing"),
 }
 
 
@@ -72,7 +75,8 @@ CASES = {
 def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, checker):
     """`--check-with`: a name declared twice parses clean, and Node, gcc, javac and go refuse it (go: in a GOPATH, the
     `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
-    dev-dependency is nowhere: checking its library does not need it)."""
+    dev-dependency is nowhere: checking its library does not need it), and a name nothing binds, which pyflakes
+    reports."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):

@@ -30,6 +30,7 @@ per triple, the errors of the applied one where the document passed, and None wh
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -83,11 +84,8 @@ def available(checker: str) -> str | None:
         return "gcc or g++ is not on PATH"
     if checker in ("javac", "go", "cargo") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
-    if checker == "pyflakes":
-        try:
-            import pyflakes  # noqa: F401
-        except ImportError:
-            return "pyflakes is not installed: pip install 'dg-lsp[bench]'"
+    if checker == "pyflakes" and importlib.util.find_spec("pyflakes") is None:
+        return "pyflakes is not installed: pip install 'dg-lsp[bench]'"
     return None
 
 

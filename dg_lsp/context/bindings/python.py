@@ -27,7 +27,6 @@ _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__package__", "__
 _DYNAMIC = re.compile(r"\b(globals|vars)\(\)\s*(\[[^\]\n]*\]\s*=[^=]|\.(update|setdefault|__setitem__)\b)"
                       r"|\bexec\s*\(|__builtins__|sys\.modules\[__name__\]|\bimport\s+\*")
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
