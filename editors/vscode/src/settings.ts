@@ -21,6 +21,7 @@ export interface ServerSettings {
   deadlineMs?: number;
   maxLines?: number;
   automaticTrigger?: boolean;
+  nameCheck?: boolean;
 }
 
 /** How to launch the server process. */
@@ -39,7 +40,7 @@ export const SECTION = 'dgLsp';
 
 const STRING_KEYS = ['model', 'device', 'dtype'] as const;
 const NUMBER_KEYS = ['maxSteps', 'temperature', 'prefixTokens', 'suffixTokens', 'deadlineMs', 'maxLines'] as const;
-const BOOLEAN_KEYS = ['automaticTrigger'] as const;
+const BOOLEAN_KEYS = ['automaticTrigger', 'nameCheck'] as const;
 
 /** Settings read when the process starts; changing one of them needs a restart. */
 export const RESTART_KEYS = ['server.command', 'server.pythonPath', 'server.env', 'model', 'device', 'dtype'];

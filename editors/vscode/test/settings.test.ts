@@ -15,12 +15,13 @@ test('server settings keep only the server keys, trimmed and typed', () => {
     config({
       model: ' /models/dg ', device: 'cuda', dtype: 'bfloat16', maxSteps: 8, temperature: 0,
       prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, automaticTrigger: false,
-      'trace.server': 'verbose', 'server.command': ['x'],
+      nameCheck: false, 'trace.server': 'verbose', 'server.command': ['x'],
     }),
   );
   assert.deepEqual(settings, {
     model: '/models/dg', device: 'cuda', dtype: 'bfloat16', maxSteps: 8, temperature: 0,
     prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, automaticTrigger: false,
+    nameCheck: false,
   });
 });
 
