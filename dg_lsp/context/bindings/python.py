@@ -2,8 +2,9 @@
 by Python's scope rules: a function sees its own names, the functions around it and the module, not the class
 bodies around it; a class body sees its own names. A name bound anywhere in a scope counts, before or after the
 read, with one exception: a function's own name (bound in it, not declared `global` or `nonlocal`) read in a
-statement (an `except` handler or a `case` counts as one) that no binding of it comes before, outside any loop of
-that function, raises UnboundLocalError (`logger = logger(msg)`, `exc_type, exc_value, tb = exc_type(exc_value)`).
+statement (an `except` handler or a `case` counts as one) that no binding of it comes before, outside the bodies of
+that function's loops, raises UnboundLocalError (`logger = logger(msg)`, `exc_type, exc_value, tb =
+exc_type(exc_value)`, `while logger:` over a body that binds it).
 A binding comes before a read when its statement starts earlier, or it is the read's own statement's and not what a
 simple assignment assigns (a walrus, `with ... as`). `unbound_reads` finds them in a span of a module: the text a
 suggestion puts there.
@@ -78,7 +79,6 @@ class _Walk:
             saved = self.statement, self.target, self.loop
             at = node.pattern if isinstance(node, ast.match_case) else node
             self.statement, self.target = (at.lineno, at.col_offset), False
-            self.loop = self.loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
             try:
                 self.visit_statement(node, scope)
             finally:
@@ -87,6 +87,14 @@ class _Walk:
             self.visit_statement(node, scope)
 
     def visit_statement(self, node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            # the header runs before the first pass (a `while` test first of all); the body and `else` after passes
+            for child in [node.iter, node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test]:
+                self.visit(child, scope)
+            self.loop = True
+            for child in node.body + node.orelse:
+                self.visit(child, scope)
+            return
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             # the value (and the annotation) first; the targets are bound after it
             for child in [node.value, getattr(node, "annotation", None)]:

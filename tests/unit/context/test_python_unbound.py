@@ -134,6 +134,8 @@ def f(a, msg):
     while a:
         late = 1
     print(late)
+    while node:
+        node = node.parent
     return x
 
 
@@ -151,6 +153,8 @@ def g():
     ("except JSONDecodeError:", []),  # the handler comes after the `try` body's import
     ("total = total + item", []),  # in a loop: an earlier pass may have bound it
     ("print(late)", []),  # bound in a loop before it
+    ("while node:", ["node"]),  # a `while` test runs before the first pass of the body that binds it
+    ("node = node.parent", []),  # in the body: a later pass reads the earlier pass's binding
     ("counter = counter + 1", []),  # declared global
 ])
 def test_a_functions_own_name_read_before_anything_binds_it_is_unbound(span, names):
