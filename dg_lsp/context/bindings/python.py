@@ -9,14 +9,14 @@ A binding comes before a read when its statement starts earlier, or it is the re
 simple assignment assigns (a walrus, `with ... as`). `unbound_reads` finds them in a span of a module: the text a
 suggestion puts there.
 
-Nothing is known (no names) where the module does not parse, or where its names are not all in the text: a star
-import, a write through `globals()` or `vars()`, `exec`, `__builtins__` or `sys.modules[__name__]` anywhere in it."""
+Nothing is known (no names) where the module does not parse, or where its names may not all be in the text: a star
+import, `exec` with no namespace of its own, `globals()` or `vars()`, `__builtins__`, a write to the `builtins` module
+or `sys.modules[...]`, or enum's `global_enum` or `_convert_` anywhere in it (`_binds_unseen`)."""
 
 from __future__ import annotations
 
 import ast
 import builtins
-import re
 import warnings
 
 # names every module has without binding them, beyond the builtins of this machine: `_` is gettext's, installed into
@@ -24,9 +24,40 @@ import warnings
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__path__",
                            "__cached__", "__annotations__", "__builtins__", "__dict__", "__class__",
                            "__warningregistry__", "_", "WindowsError"})
-# a module that binds names no statement shows
-_DYNAMIC = re.compile(r"\b(globals|vars)\(\)\s*(\[[^\]\n]*\]\s*=[^=]|\.(update|setdefault|__setitem__)\b)"
-                      r"|\bexec\s*\(|__builtins__|sys\.modules\[__name__\]|\bimport\s+\*")
+_WRITES = frozenset({"update", "setdefault", "__setitem__"})
+
+
+def _binds_unseen(node: ast.AST) -> bool:
+    """Whether `node` may bind names no statement shows: a star import; `exec` with no namespace of its own;
+    `globals()` or `vars()` (inspect.py writes through `mod_dict = globals()`); `__builtins__`; the `builtins` module
+    or `sys.modules[...]` written to; enum's `global_enum` and `_convert_`, which put a class's members in its module
+    (re's `DEBUG`, ssl's `Options`)."""
+    if isinstance(node, ast.alias):
+        return node.name == "*"
+    if isinstance(node, ast.Name):
+        return node.id in ("__builtins__", "global_enum")
+    if isinstance(node, ast.Attribute) and node.attr in ("global_enum", "_convert_"):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "exec":
+            return len(node.args) < 2 and not any(k.arg == "globals" for k in node.keywords)
+        if node.func.id in ("globals", "vars"):
+            return not node.args
+        return node.func.id == "setattr" and bool(node.args) and _is_namespace(node.args[0])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _WRITES:
+        return _is_namespace(node.func.value)
+    if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return _is_namespace(node.value)
+    return False
+
+
+def _is_namespace(node: ast.AST) -> bool:
+    """`builtins`, `builtins.__dict__`, `sys.modules[...]` (and its `__dict__`)."""
+    if isinstance(node, ast.Name):
+        return node.id == "builtins"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__" and _is_namespace(node.value)
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "modules"
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -65,7 +96,8 @@ class _Walk:
     def __init__(self, start: tuple[int, int], end: tuple[int, int]):
         self.start, self.end = start, end
         self.module = _Scope("module", None)
-        # each read: its node, its scope, its statement's (line, column), whether a loop of its function holds it
+        # each read: its node, its scope, its statement's (line, column), and whether its order is not read (a loop
+        # of its function holds it, or it is an annotation of a local)
         self.reads: list[tuple[ast.Name, _Scope, tuple[int, int], bool]] = []
         self.statement, self.target, self.loop = (0, 0), False, False
 
@@ -96,10 +128,14 @@ class _Walk:
                 self.visit(child, scope)
             return
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            # the value (and the annotation) first; the targets are bound after it
-            for child in [node.value, getattr(node, "annotation", None)]:
-                if child is not None:
-                    self.visit(child, scope)
+            # the value first; the targets are bound after it
+            if node.value is not None:
+                self.visit(node.value, scope)
+            if isinstance(node, ast.AnnAssign):
+                # a local's annotation is never run (PEP 526): read for a name bound nowhere, not for the order
+                saved, self.loop = self.loop, True
+                self.visit(node.annotation, scope)
+                self.loop = saved
             self.target = True
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 self.visit(target, scope)
@@ -188,13 +224,15 @@ def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
     """(name, character offset) of each name read in `source[start:end]` (or that starts before it and ends in it)
     that no scope it can see binds, nor the builtins, in source order; [] where nothing is known (see the module's
     docstring). The offset is the name's own start, which may be before `start`."""
-    if start >= end or _DYNAMIC.search(source):
+    if start >= end:
         return []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in a string: a SyntaxWarning
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    if any(_binds_unseen(node) for node in ast.walk(tree)):
         return []
     walk = _Walk(_position(source, start), _position(source, end))
     try:
