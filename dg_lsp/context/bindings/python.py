@@ -100,6 +100,7 @@ class _Walk:
         # of its function holds it, or it is an annotation of a local)
         self.reads: list[tuple[ast.Name, _Scope, tuple[int, int], bool]] = []
         self.statement, self.target, self.loop = (0, 0), False, False
+        self.unseen = False  # the module may bind names no statement shows (`_binds_unseen`)
 
     def bind(self, scope: _Scope, name: str, at: tuple[int, int, int] | None = None) -> None:
         scope.names.add(name)
@@ -119,6 +120,7 @@ class _Walk:
             self.visit_statement(node, scope)
 
     def visit_statement(self, node: ast.AST, scope: _Scope) -> None:
+        self.unseen = self.unseen or _binds_unseen(node)
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             # the header runs before the first pass (a `while` test first of all); the body and `else` after passes
             for child in [node.iter, node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test]:
@@ -232,13 +234,13 @@ def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    if any(_binds_unseen(node) for node in ast.walk(tree)):
-        return []
     walk = _Walk(_position(source, start), _position(source, end))
     try:
         for node in tree.body:
             walk.visit(node, walk.module)
     except RecursionError:
+        return []
+    if walk.unseen:
         return []
     known = set(dir(builtins)) | _MODULE_NAMES
     lines = source.split("\n")
