@@ -5,7 +5,8 @@
     python -m dg_lsp.bench.diagnostics.gate_check --repo DIR --language L [--per-kind 300] [--seed 11]
 
 Truths (the default): the reference answer of each task, in the server's view of its document (the window and the
-scope the server builds), through the gate, for the HumanEval-Infilling single- and multi-line splits and the
+scope the server builds), through the gate and Python's name check (`completion/unbound.py`, on the whole
+document), for the HumanEval-Infilling single- and multi-line splits and the
 held-out stdlib packages' single-line, line-rest and multi-line holes. A right answer the gate cuts or drops is an
 answer the editor can never show; prints how many, and which.
 
@@ -39,13 +40,13 @@ SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "
 def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
     from dg_lsp.completion.postprocess import gate_suggestion
-
     from dg_lsp.completion.unbound import without_unbound
 
     view = editor_view(task, 1024)
-    gated = gate_suggestion(text, view.prefix, view.ctx)  # as `postprocess.finish_suggestion` gates
-    return gated and without_unbound(gated, task.prefix + task.suffix, view.ctx.start, view.ctx.end,
-                                     view.ctx.language, lambda kept: gate_suggestion(kept, view.prefix, view.ctx) == kept)
+    # as `postprocess.finish_suggestion` gates, then reads the names on the whole document
+    gated = gate_suggestion(text, view.prefix, view.ctx)
+    return gated and without_unbound(gated, task.prefix + task.suffix, view.ctx.start, view.ctx.end, view.ctx.language,
+                                     lambda kept: gate_suggestion(kept, view.prefix, view.ctx) == kept)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:
