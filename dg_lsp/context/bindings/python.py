@@ -25,11 +25,13 @@ _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__package__", "__
                            "__cached__", "__annotations__", "__builtins__", "__dict__", "__class__",
                            "__warningregistry__", "_", "WindowsError"})
 _WRITES = frozenset({"update", "setdefault", "__setitem__"})
+_READS = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"})
 
 
 def _binds_unseen(node: ast.AST) -> bool:
     """Whether `node` may bind names no statement shows: a star import; `exec` with no namespace of its own;
-    `globals()` or `vars()` (inspect.py writes through `mod_dict = globals()`); `__builtins__`; the `builtins` module
+    `globals()` or `vars()` (inspect.py writes through `mod_dict = globals()`; `_Walk` lets through the ones only
+    read from, click's `globals()[f"_{name}"]`); `__builtins__`; the `builtins` module
     or `sys.modules[...]` written to; enum's `global_enum` and `_convert_`, which put a class's members in its module
     (re's `DEBUG`, ssl's `Options`)."""
     if isinstance(node, ast.alias):
@@ -101,6 +103,7 @@ class _Walk:
         self.reads: list[tuple[ast.Name, _Scope, tuple[int, int], bool]] = []
         self.statement, self.target, self.loop = (0, 0), False, False
         self.unseen = False  # the module may bind names no statement shows (`_binds_unseen`)
+        self.read_from: set[int] = set()  # the `globals()` and `vars()` calls only read from
 
     def bind(self, scope: _Scope, name: str, at: tuple[int, int, int] | None = None) -> None:
         scope.names.add(name)
@@ -120,7 +123,14 @@ class _Walk:
             self.visit_statement(node, scope)
 
     def visit_statement(self, node: ast.AST, scope: _Scope) -> None:
-        self.unseen = self.unseen or _binds_unseen(node)
+        # a parent comes before its children: a namespace read from (`globals()[...]`, `globals().get`, `in
+        # globals()`) is known before its call is judged
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.Attribute) and node.attr in _READS:
+            self.read_from.add(id(node.value))
+        elif isinstance(node, ast.Compare):
+            self.read_from.update(id(c) for c in node.comparators)
+        self.unseen = self.unseen or (_binds_unseen(node) and id(node) not in self.read_from)
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             # the header runs before the first pass (a `while` test first of all); the body and `else` after passes
             for child in [node.iter, node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test]:

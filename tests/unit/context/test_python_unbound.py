@@ -106,9 +106,11 @@ def test_nothing_is_claimed_where_the_modules_names_are_not_all_in_its_text(sour
     assert reads(source, "return anything") == []
 
 
-@pytest.mark.parametrize("line", ["exec(code, {})", "NAMES = vars(CONFIG)", "MODULE = sys.modules['json']"])
+@pytest.mark.parametrize("line", ["exec(code, {})", "NAMES = vars(CONFIG)", "MODULE = sys.modules['json']",
+                                  "ONE = globals()['CONFIG']", "TWO = globals().get('x')", "THREE = 'x' in globals()"])
 def test_exec_in_a_namespace_of_its_own_or_reading_another_module_binds_nothing_unseen(line):
-    """jinja2's debug.py runs `exec(code, globals, locals)`: its module's names are all in its text still."""
+    """jinja2's debug.py runs `exec(code, globals, locals)`, click's parser.py reads `globals()[f"_{name}"]`: their
+    modules' names are all in their text still."""
     source = f"import sys\nCONFIG = code = 1\n{line}\n\ndef f():\n    return anything\n"
     assert reads(source, "return anything") == ["anything"]
 
