@@ -4,10 +4,9 @@ bodies around it; a class body sees its own names. A name bound anywhere in a sc
 read, with one exception: a function's own name (bound in it, not declared `global` or `nonlocal`) read in a
 statement (an `except` handler or a `case` counts as one) that no binding of it comes before, outside the bodies of
 that function's loops, raises UnboundLocalError (`logger = logger(msg)`, `exc_type, exc_value, tb =
-exc_type(exc_value)`, `while logger:` over a body that binds it).
-A binding comes before a read when its statement starts earlier, or it is the read's own statement's and not what a
-simple assignment assigns (a walrus, `with ... as`). `unbound_reads` finds them in a span of a module: the text a
-suggestion puts there.
+exc_type(exc_value)`, `while logger:` over a body that binds it). A binding comes before a read when its statement
+starts earlier, or it is the read's own statement's and not what a simple assignment assigns (a walrus, `with ...
+as`). `unbound_reads` finds them in a span of a module: the text a suggestion puts there.
 
 Nothing is known (no names) where the module does not parse, or where its names may not all be in the text: a star
 import, `exec` with no namespace of its own, `globals()` or `vars()`, `__builtins__`, a write to the `builtins` module
@@ -19,11 +18,11 @@ import ast
 import builtins
 import warnings
 
-# names every module has without binding them, beyond the builtins of this machine: `_` is gettext's, installed into
-# the builtins; `WindowsError` is a builtin on Windows
+# names every module (or class body) has without binding them, beyond the builtins of this machine: `_` is
+# gettext's, installed into the builtins; `WindowsError` is a builtin on Windows
 _MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__path__",
-                           "__cached__", "__annotations__", "__builtins__", "__dict__", "__class__",
-                           "__warningregistry__", "_", "WindowsError"})
+                           "__cached__", "__annotations__", "__builtins__", "__dict__", "__class__", "__module__",
+                           "__qualname__", "__warningregistry__", "_", "WindowsError"})
 _WRITES = frozenset({"update", "setdefault", "__setitem__"})
 _READS = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"})
 
@@ -31,9 +30,9 @@ _READS = frozenset({"get", "keys", "values", "items", "copy", "__contains__", "_
 def _binds_unseen(node: ast.AST) -> bool:
     """Whether `node` may bind names no statement shows: a star import; `exec` with no namespace of its own;
     `globals()` or `vars()` (inspect.py writes through `mod_dict = globals()`; `_Walk` lets through the ones only
-    read from, click's `globals()[f"_{name}"]`); `__builtins__`; the `builtins` module
-    or `sys.modules[...]` written to; enum's `global_enum` and `_convert_`, which put a class's members in its module
-    (re's `DEBUG`, ssl's `Options`)."""
+    read from, click's `globals()[f"_{name}"]`); `__builtins__`; the `builtins` module or `sys.modules[...]` written
+    to; enum's `global_enum` and `_convert_`, which put a class's members in its module (re's `DEBUG`, ssl's
+    `Options`)."""
     if isinstance(node, ast.alias):
         return node.name == "*"
     if isinstance(node, ast.Name):
@@ -60,6 +59,7 @@ def _is_namespace(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr == "__dict__" and _is_namespace(node.value)
     return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "modules"
+
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
