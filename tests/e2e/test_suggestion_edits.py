@@ -67,7 +67,7 @@ RULES = {
     "rest_of_line": ("def b2(a):\n    r2 = \nprint(b2(1))\n", 1, 9),
     "block": ("def b2():\n    b2 = a\nprint(b2())\n", 1, 10),
     "repeats_suffix": ("def d4(a):\n    r4 = a + 1\n    return r4\n", 1, 14),
-    "closer": ("z5 = g(a)\n", 0, 8),
+    "closer": ("ab = 1\nz5 = g(a)\n", 1, 8),
     "blank_lines": ("def d6():\n    u6 = \n    return u6\n", 1, 9),
     "prefix_join": ("v7 = \n", 0, 5),
     "suffix_join": ("s7 = [1, 2]\n", 0, 8),
@@ -273,7 +273,7 @@ async def test_text_that_repeats_the_suffix_is_dropped_and_suffix_tokens_bounds_
 async def test_a_closer_the_suffix_already_has_is_dropped(client):
     items, after = await _rule(client, "closer")  # the suffix's ) closes g(: the fill's would close it twice
     assert [i.insert_text for i in items] == ["b"]
-    assert lsp_lines(after)[0] == "z5 = g(ab)"
+    assert lsp_lines(after)[1] == "z5 = g(ab)"  # `ab`: a name the document binds
 
 
 async def test_trailing_whitespace_only_lines_are_dropped(client):
