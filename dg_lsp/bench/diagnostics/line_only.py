@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                                         params=DenoiseParams(max_steps=args.max_steps, temperature=0.0))
                 result = engine.infill(request)
                 shown = finish_suggestion(result.text, result.candidates, ctx.prefix, ctx,
-                                          selection=False, max_lines=settings.max_lines)
+                                          selection=False, max_lines=settings.max_lines, document=source)
                 fills[line_only] = (result.steps, result.timings_ms["total"], shown)
             rows.append({"line": line + 1, "col": col + 1, "slots": slots,
                          "steps": [fills[False][0], fills[True][0]], "ms": [fills[False][1], fills[True][1]],
