@@ -51,10 +51,10 @@ def test_the_name_check_setting_and_its_flag_turn_it_off():
     from dg_lsp.engine import InfillResult
 
     doc = "def f(a):\n    x = \n"
-    for settings, shown in ((Settings(), ""), (Settings(name_check=False), "helper(a)")):
+    for settings, expected in ((Settings(), ""), (Settings(name_check=False), "helper(a)")):
         service = CompletionService(engine=None, settings=settings)
         p = service._prepare(CompletionRequest(doc, "python", 1, 8, doc_key="k"))  # noqa: SLF001
-        assert service._finish(p, InfillResult(text="helper(a)")) == (shown, None)  # noqa: SLF001
+        assert service._finish(p, InfillResult(text="helper(a)")) == (expected, None)  # noqa: SLF001
     assert _settings(build_parser().parse_args(["serve"])).name_check is True
     assert _settings(build_parser().parse_args(["serve", "--no-name-check"])).name_check is False
 
