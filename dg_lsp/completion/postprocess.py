@@ -309,20 +309,22 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if not selection and repeats_the_code_below(text, prefix, ctx.suffix):
         return ""
-    gated = gate_suggestion(text, prefix, ctx)
+    gated = gate_suggestion(text, prefix, ctx, None if selection else document)
     if selection and gated != text:
         # the editor applies a fill over the user's code: whole and clean, or not at all (no cut of it)
         log.info("selection fill refused: it would break the code around it (%d chars)", len(text))
         return ""
-    if document is not None and not selection and gated:
-        return without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
-                               lambda kept: gate_suggestion(kept, prefix, ctx) == kept)
     return gated
 
 
-def gate_suggestion(text: str, prefix: str, ctx) -> str:
+def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None) -> str:
     """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
-    window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines."""
+    window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines. With
+    the whole `document`, then Python's name check (`unbound.without_unbound`), whose cut the gate judges again."""
     suffix, truncated = judge_window(prefix, ctx)
-    return clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
-                     prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)
+    gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
+                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)
+    if document is None or not gated:
+        return gated
+    return without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
+                           lambda kept: gate_suggestion(kept, prefix, ctx) == kept)

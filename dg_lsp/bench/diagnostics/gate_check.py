@@ -40,13 +40,10 @@ SETS = (("humaneval", "single-line"), ("humaneval", "multi-line"), ("heldout", "
 def _gate(task, text: str) -> str:
     from dg_lsp.bench.quality.runners import editor_view
     from dg_lsp.completion.postprocess import gate_suggestion
-    from dg_lsp.completion.unbound import without_unbound
 
     view = editor_view(task, 1024)
-    # as `postprocess.finish_suggestion` gates, then reads the names on the whole document
-    gated = gate_suggestion(text, view.prefix, view.ctx)
-    return gated and without_unbound(gated, task.prefix + task.suffix, view.ctx.start, view.ctx.end, view.ctx.language,
-                                     lambda kept: gate_suggestion(kept, view.prefix, view.ctx) == kept)
+    # as `postprocess.finish_suggestion` gates, the names read on the whole document
+    return gate_suggestion(text, view.prefix, view.ctx, task.prefix + task.suffix)
 
 
 def truths(seed: int, sizes: list[int]) -> list[dict]:
