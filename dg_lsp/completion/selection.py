@@ -18,7 +18,7 @@ from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_f
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
 
-from .unbound import leaves_unbound, unbound_names
+from .unbound import fill_names
 
 
 def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: str, language: str | None,
@@ -31,10 +31,11 @@ def refusal(document: str, start: tuple[int, int], end: tuple[int, int], text: s
         return "only comments over selected code"
     if dropped := dropped_names(document, start, end, text, language):
         return f"it no longer binds {', '.join(dropped)}, which the code after the selection reads"
-    if names and (unbound := unbound_names(document, start, end, text, language)):
-        return f"it reads {', '.join(dict.fromkeys(name for name, _ in unbound))}, which nothing has bound there"
-    if names and (unbound := leaves_unbound(document, start, end, text, language)):
-        return f"the code around it reads {', '.join(unbound)}, which it leaves unbound"
+    read, left = fill_names(document, start, end, text, language) if names else ([], [])
+    if read:
+        return f"it reads {', '.join(read)}, which nothing has bound there"
+    if left:
+        return f"the code around it reads {', '.join(left)}, which it leaves unbound"
     if drops_the_exit(document, start, end, text, language):
         return "the selected code ended in a return or throw, and what the model wrote does not"
     if drops_the_value(document, start, end, text, language):

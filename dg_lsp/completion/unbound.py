@@ -16,32 +16,43 @@ from dg_lsp.context.bindings.python import unbound_reads
 from dg_lsp.context.windows import cursor_offset
 
 
+def _applied(document: str, start: tuple[int, int], end: tuple[int, int], text: str) -> tuple[int, int, str]:
+    """(start offset, end offset, the document with `text` over [start, end))."""
+    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
+    return at, to, document[:at] + text + document[to:]
+
+
 def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
                   language: str | None) -> list[tuple[str, int]]:
     """(name, offset in `text`) of each name `text`, put over [start, end) of `document` ((line, column) positions),
     reads (or finishes) where nothing binds it; [] outside Python, or where nothing is known."""
     if language != "python" or not text.strip():
         return []
-    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
-    applied = document[:at] + text + document[to:]
+    at, _, applied = _applied(document, start, end, text)
     # a name typed before the cursor and finished by `text` starts before it: at 0
     return [(name, max(0, offset - at)) for name, offset in unbound_reads(applied, at, at + len(text))]
 
 
-def leaves_unbound(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
-                   language: str | None) -> list[str]:
-    """The names the code outside `text`, put over [start, end) of `document`, reads where nothing binds them, more
-    often than it did without `text`: a selection fill that took away a binding the code after it needs (jinja2's
-    `url_quote`: `rv = quote_from_bytes(obj, safe)` selected and replaced, so `rv = rv.replace(...)` below reads `rv`
-    before anything binds it). [] outside Python, or where nothing is known."""
+def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+               language: str | None) -> tuple[list[str], list[str]]:
+    """For a selection fill `text` over [start, end) of `document`: the names it reads (or finishes) where nothing
+    binds them, once each; where there are none, the names the code around it reads unbound more often than without
+    it (jinja2's `url_quote`: `rv = quote_from_bytes(obj, safe)` selected and replaced, so `rv = rv.replace(...)`
+    below reads `rv` before anything binds it). The document with the fill is read once, the document without it
+    only where the code around the fill reads a name unbound. ([], []) outside Python, or where nothing is known."""
     if language != "python":
-        return []
-    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
-    applied = document[:at] + text + document[to:]
+        return [], []
+    at, to, applied = _applied(document, start, end, text)
+    reads = unbound_reads(applied, 0, len(applied))
+    # in the fill: it starts before the fill's end and ends after its start (a word typed before it, finished in it)
+    inside = [name for name, offset in reads if offset < at + len(text) and offset + len(name) > at]
+    if inside:
+        return list(dict.fromkeys(inside)), []
+    after = Counter(name for name, _ in reads)
+    if not after:
+        return [], []
     before = Counter(name for name, offset in unbound_reads(document, 0, len(document)) if not at <= offset < to)
-    after = Counter(name for name, offset in unbound_reads(applied, 0, len(applied))
-                    if not at <= offset < at + len(text))
-    return sorted(after - before)
+    return [], sorted(after - before)
 
 
 def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,
