@@ -240,11 +240,13 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
             return [_added(codes[2 * k], codes[2 * k + 1]) for k in range(len(triples))]
         if checker == "pyflakes":
-            out = []
+            out, originals = [], {}  # a source file's errors, read once however many of its rows need them
             for doc, applied, source in triples:
                 before = _pyflakes_errors(doc)
                 if before is None:
-                    before = _pyflakes_errors(Path(source).read_text(encoding="utf-8")) or []
+                    if source not in originals:
+                        originals[source] = _pyflakes_errors(Path(source).read_text(encoding="utf-8")) or []
+                    before = originals[source]
                 after = _pyflakes_errors(applied)
                 out.append(["SyntaxError"] if after is None else _added(before, after))
             return out
