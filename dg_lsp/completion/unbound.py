@@ -1,7 +1,9 @@
 """A suggestion that reads a name nothing binds (Python): `self.rfc2109 = r` written where no `r` is, a helper the
 model made up (`node_concat(head, values)`), a method called without its `self.`. Run, the line raises NameError.
-A function's own name read before anything binds it (`logger = logger(msg)`) counts too. The names are read on the
-whole document with the suggestion applied (`context.bindings.python.unbound_reads`).
+A function's own name read before anything binds it (`logger = logger(msg)`) counts too, and an attribute read on a
+method's `self` that nothing binds (`return self._copy()` in a class with no `_copy`: an AttributeError). The names
+are read on the whole document with the suggestion applied (`context.bindings.python.unbound_reads`,
+`context.bindings.python_attributes.unbound_attributes`).
 
 An inline suggestion keeps its whole lines before the first line that reads one, where those lines are clean by
 themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one, or after
@@ -12,7 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from dg_lsp.context.bindings.python import unbound_reads
+from dg_lsp.context.bindings.python import parse, unbound_reads
+from dg_lsp.context.bindings.python_attributes import unbound_attributes
 from dg_lsp.context.windows import cursor_offset
 
 
@@ -20,6 +23,15 @@ def _applied(document: str, start: tuple[int, int], end: tuple[int, int], text: 
     """(start offset, end offset, the document with `text` over [start, end))."""
     at, to = cursor_offset(document, *start), cursor_offset(document, *end)
     return at, to, document[:at] + text + document[to:]
+
+
+def _unbound(source: str, start: int, end: int) -> list[tuple[str, int]]:
+    """The names and `self` attributes read in `source[start:end]` that nothing binds, in source order."""
+    tree = parse(source)
+    if tree is None:
+        return []
+    return sorted(unbound_reads(source, start, end, tree) + unbound_attributes(source, start, end, tree),
+                  key=lambda read: read[1])
 
 
 def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
@@ -30,7 +42,7 @@ def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], t
         return []
     at, _, applied = _applied(document, start, end, text)
     # a name typed before the cursor and finished by `text` starts before it: at 0
-    return [(name, max(0, offset - at)) for name, offset in unbound_reads(applied, at, at + len(text))]
+    return [(name, max(0, offset - at)) for name, offset in _unbound(applied, at, at + len(text))]
 
 
 def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
@@ -43,15 +55,19 @@ def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text
     if language != "python":
         return [], []
     at, to, applied = _applied(document, start, end, text)
-    reads = unbound_reads(applied, 0, len(applied))
+    tree = parse(applied)
+    if tree is None:
+        return [], []
+    reads = unbound_reads(applied, 0, len(applied), tree)
     # in the fill: it starts before the fill's end and ends after its start (a word typed before it, finished in it)
     inside = [name for name, offset in reads if offset < at + len(text) and offset + len(name) > at]
+    inside += [name for name, _ in unbound_attributes(applied, at, at + len(text), tree)]
     if inside:
         return list(dict.fromkeys(inside)), []
-    after = Counter(name for name, _ in reads)
+    after = Counter(name for name, _ in reads + unbound_attributes(applied, 0, len(applied), tree))
     if not after:
         return [], []
-    before = Counter(name for name, offset in unbound_reads(document, 0, len(document)) if not at <= offset < to)
+    before = Counter(name for name, offset in _unbound(document, 0, len(document)) if not at <= offset < to)
     return [], sorted(after - before)
 
 

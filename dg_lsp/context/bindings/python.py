@@ -232,17 +232,25 @@ def _position(source: str, offset: int) -> tuple[int, int]:
     return source.count("\n", 0, offset) + 1, len(source[line_start:offset].encode("utf-8"))
 
 
-def unbound_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
-    """(name, character offset) of each name read in `source[start:end]` (or that starts before it and ends in it)
-    that no scope it can see binds, nor the builtins, in source order; [] where nothing is known (see the module's
-    docstring). The offset is the name's own start, which may be before `start`."""
-    if start >= end:
-        return []
+def parse(source: str) -> ast.Module | None:
+    """`source`'s module, or None where it does not parse."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in a string: a SyntaxWarning
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def unbound_reads(source: str, start: int, end: int, tree: ast.Module | None = None) -> list[tuple[str, int]]:
+    """(name, character offset) of each name read in `source[start:end]` (or that starts before it and ends in it)
+    that no scope it can see binds, nor the builtins, in source order; [] where nothing is known (see the module's
+    docstring). The offset is the name's own start, which may be before `start`. `tree`: `source` parsed, where the
+    caller has it."""
+    if start >= end:
+        return []
+    tree = tree or parse(source)
+    if tree is None:
         return []
     walk = _Walk(_position(source, start), _position(source, end))
     try:

@@ -147,3 +147,15 @@ def test_a_fill_after_which_the_code_around_it_reads_a_name_before_it_is_bound_i
         == "the code around it reads rv, which it leaves unbound"
     assert refusal(source, start, end, "rv = quote(obj, b'')", "python") is None
     assert refusal(source, start, end, "if len(obj) == 1:\n        return safe", "python", names=False) is None
+
+
+def test_a_fill_that_reads_or_leaves_an_attribute_nothing_binds_is_refused():
+    """Python: a method's `self.<name>` that the class never binds raises AttributeError."""
+    source = ("class Queue:\n    def __init__(self, items):\n        self._items = list(items)\n\n"
+              "    def size(self):\n        return len(self._items)\n")
+    start, end = (2, 8), (2, 33)
+    assert refusal(source, start, end, "self._items = self._copy(items)", "python") \
+        == "it reads self._copy, which nothing has bound there"
+    assert refusal(source, start, end, "self.items = items", "python") \
+        == "the code around it reads self._items, which it leaves unbound"
+    assert refusal(source, start, end, "self._items = [*items]", "python") is None

@@ -67,3 +67,16 @@ def test_a_name_typed_before_the_cursor_and_finished_by_the_suggestion_is_read()
     assert without_unbound("imization(node)", doc, at, at, "python", lambda kept: True) == ""
     assert unbound_names(doc, at, at, "", "python") == []
     assert unbound_names("def f(node, Optimizer):\n    return Opt\n", at, at, "imizer(node)", "python") == []
+
+
+CLASS_DOC = "class Queue:\n    def __init__(self, items):\n        self._items = items\n\n    def copy(self):\n" \
+            "        \n"
+
+
+def test_an_attribute_the_class_never_binds_is_cut_like_a_name():
+    at = (5, 8)
+    assert unbound_names(CLASS_DOC, at, at, "return self._copy()", "python") == [("self._copy", 7)]
+    assert without_unbound("items = self._items\n        return self._copy(items)\n", CLASS_DOC, at, at, "python",
+                           lambda kept: True) == "items = self._items\n"
+    assert without_unbound("return list(self._items)", CLASS_DOC, at, at, "python",
+                           lambda kept: True) == "return list(self._items)"
