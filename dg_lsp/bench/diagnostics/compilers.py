@@ -22,6 +22,10 @@ does not see (a name declared twice, an undeclared name, a type error).
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
   counted by kind and name against the document without the answer, or against the source file where that document
   does not parse (a statement cut while it is typed): always judged.
+- `mypy` (Python): mypy's `attr-defined` errors, an attribute read that its object's type does not have (`"Queue" has
+  no attribute "_copy"`), with untyped functions checked too and imports not followed (what they bring is `Any`, so
+  a class with a base from elsewhere is not judged); each text is its own module file, mypy's cache kept for the
+  check. What is new is counted as for `pyflakes`.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
 per triple, the errors of the applied one where the document passed, and None where it did not (not judged).
@@ -30,6 +34,7 @@ per triple, the errors of the applied one where the document passed, and None wh
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import os
@@ -39,7 +44,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo", "pyflakes")
+CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo", "pyflakes", "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -84,8 +89,8 @@ def available(checker: str) -> str | None:
         return "gcc or g++ is not on PATH"
     if checker in ("javac", "go", "cargo") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
-    if checker == "pyflakes" and importlib.util.find_spec("pyflakes") is None:
-        return "pyflakes is not installed: pip install 'dg-lsp[bench]'"
+    if checker in ("pyflakes", "mypy") and importlib.util.find_spec(checker) is None:
+        return f"{checker} is not installed: pip install 'dg-lsp[bench]'"
     return None
 
 
@@ -227,6 +232,21 @@ def _pyflakes_errors(text: str) -> list[str] | None:
             for m in found if type(m).__name__ in _PYFLAKES_ERRORS]
 
 
+def _mypy_errors(text: str, folder: str) -> list[str] | None:
+    """mypy's attr-defined errors in `text`, without their positions; None where it does not parse."""
+    from mypy import api
+
+    if _pyflakes_errors(text) is None:
+        return None
+    # a file of its own per text: mypy's cache judges a file by its time and size, which two texts can share
+    path = _write(folder, f"m{hashlib.sha1(text.encode('utf-8')).hexdigest()[:16]}.py", text)
+    out, _, _ = api.run(["--check-untyped-defs", "--ignore-missing-imports", "--follow-imports=skip",
+                         "--no-error-summary", "--show-error-codes", "--no-pretty", "--hide-error-context",
+                         "--cache-dir", os.path.join(folder, ".mypy_cache"), path])
+    return [re.sub(r"^.*?:\d+: error: ", "", line) for line in out.splitlines()
+            if line.endswith("[attr-defined]") and ": error: " in line]
+
+
 def _added(before: list, after: list) -> list[str]:
     """What `after` holds more often than `before`, once each, sorted."""
     return [str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)]
@@ -239,15 +259,18 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
         if checker == "tsc":
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
             return [_added(codes[2 * k], codes[2 * k + 1]) for k in range(len(triples))]
-        if checker == "pyflakes":
+        if checker in ("pyflakes", "mypy"):
+            def python_errors(text: str) -> list[str] | None:
+                return _pyflakes_errors(text) if checker == "pyflakes" else _mypy_errors(text, folder)
+
             out, originals = [], {}  # a source file's errors, read once however many of its rows need them
             for doc, applied, source in triples:
-                before = _pyflakes_errors(doc)
+                before = python_errors(doc)
                 if before is None:
                     if source not in originals:
-                        originals[source] = _pyflakes_errors(Path(source).read_text(encoding="utf-8")) or []
+                        originals[source] = python_errors(Path(source).read_text(encoding="utf-8")) or []
                     before = originals[source]
-                after = _pyflakes_errors(applied)
+                after = python_errors(applied)
                 out.append(["SyntaxError"] if after is None else _added(before, after))
             return out
         classes: dict[Path, str] = {}
