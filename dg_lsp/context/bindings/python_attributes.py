@@ -5,21 +5,24 @@ Read from the whole module's `ast`, and only where the module shows everything t
 - the read is `p.name`, loaded, where `p` is the first parameter of a method of the class (not a `staticmethod`), in
   the method or a function or lambda inside it that does not rebind `p`, and `p` is never assigned in the method; a
   dunder (`__wrapped__`) is never claimed;
-- the class's bases are classes of this module (by name, defined once) or the builtins' own types (`object`,
-  `Exception`, `dict`: their attributes are theirs), all the way up; it has no keywords (a metaclass), no decorator
-  but `dataclass`, `total_ordering` and `final`, and no "mixin" in its name; neither it nor a base defines
-  `__getattr__` or `__getattribute__`; each subclass of it in the module is such a class too (a mixin's attributes
-  come from its subclass's other bases);
+- the class is defined once by its name; its bases are classes of this module (by name, defined once) or the
+  builtins' own types (`object`, `Exception`, `dict`: their attributes are theirs), all the way up; it has no
+  keywords (a metaclass), no decorator but `dataclass`, `total_ordering`, `final` and an ABC's `register`, and no
+  "mixin" in its name; neither it nor a base defines `__getattr__` or `__getattribute__`; each subclass of it in the
+  module is such a class too (a mixin's attributes come from its subclass's other bases);
 - the class's code outside the span reads no attribute that nothing binds: a class that does gets attributes from
   elsewhere (a base class that subclasses in other modules complete, pygments' `Formatter.format_unencoded`);
-- the module has no `__dict__`, no `vars(...)`, no `setattr`, `delattr` or `__setattr__` call whose name is not a
-  string written out, and no star import or `exec` without a namespace.
+- nothing may bind attributes on it that no statement names (`_binds_unseen`): `x.__dict__`, `vars(x)`, or setattr
+  with a name not written out, on a method's own instance, disable its class's family (below); on any other object,
+  or a star import, `exec` without a namespace or a three-argument `type(...)`, the whole module.
 
-A name counts as bound for every class where the module binds it anywhere as an attribute (`x.name = ...`, `for
-x.name in`, `del x.name`), a class body binds it (a method, an assignment, an annotation), or a string in the module
-is exactly the name (`__slots__`, `setattr(self, "name", ...)`, `hasattr(self, "name")`). A base class whose one
-read of such a name is in the span is still claimed; the false claims this makes on code that runs are measured in
-`docs/results/python-attributes.md`."""
+A class's family is the classes whose attributes its instances may have, as the module shows them: its subclasses,
+itself, and all their bases. A name counts as bound for a class where a class of its family binds it in its body (a
+method, an assignment, an annotation) or stores it on a method's own instance (`self.name = ...`), and for every
+class where the module stores it on any other object (`x.name = ...`, `for x.name in`, `del x.name`) or a string in
+the module is exactly the name (`__slots__`, `setattr(self, "name", ...)`, `hasattr(self, "name")`). A base class
+whose only read of an attribute a subclass elsewhere binds is in the span is still claimed; the false claims this
+makes on code that runs are measured in `docs/results/python-attributes.md`."""
 
 from __future__ import annotations
 
@@ -28,9 +31,11 @@ import builtins
 
 from .python import parse
 
-_DECORATORS = frozenset({"dataclass", "total_ordering", "final"})
+# class decorators that add no attribute the class body does not show (`register`: an ABC's, which returns the class)
+_DECORATORS = frozenset({"dataclass", "total_ordering", "final", "register"})
 _DYNAMIC = frozenset({"__getattr__", "__getattribute__"})
 _SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
+_STATE_METHODS = frozenset({"__setstate__", "__getstate__", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__"})
 _CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 _TYPE = frozenset(dir(type))
 
@@ -44,38 +49,79 @@ def _name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _hides_names(tree: ast.Module) -> bool:
-    """Whether the module may bind attributes no statement names (see the module's docstring)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            return True
-        if isinstance(node, ast.alias) and node.name == "*":
-            return True
-        if isinstance(node, ast.Call):
-            called = _name(node.func)
-            if called == "vars" and node.args:
-                return True
-            if called == "exec" and len(node.args) < 2 and not any(k.arg == "globals" for k in node.keywords):
-                return True
-            if called in _SETTERS:
-                # the name is the one but last argument of setattr(obj, name, value), object.__setattr__(self, name,
-                # value) and super().__setattr__(name, value); the last of delattr's and __delattr__'s
-                at = len(node.args) - (2 if called in ("setattr", "__setattr__") else 1)
-                named = node.args[at] if at >= 0 and not any(isinstance(a, ast.Starred) for a in node.args) else None
-                if not (isinstance(named, ast.Constant) and isinstance(named.value, str)):
-                    return True
-    return False
+def _binds_unseen(node: ast.AST) -> ast.AST | bool:
+    """What `node` may bind attributes on that no statement names: the object's expression, True where that may be
+    any object, False where it binds none. `x.__dict__` and `vars(x)` count, read or written (a read may be written
+    through); so do setattr, delattr, `__setattr__` and `__delattr__` with a name not written out; a star import,
+    `exec` without a namespace and `type(name, bases, namespace)` may bind anything."""
+    if isinstance(node, ast.alias):
+        return node.name == "*"
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    if not isinstance(node, ast.Call):
+        return False
+    called = _name(node.func)
+    if called == "vars":
+        return node.args[0] if node.args else False
+    if called == "exec":
+        return len(node.args) < 2 and not any(k.arg == "globals" for k in node.keywords)
+    if called == "type" and len(node.args) == 3:
+        return True  # a class made at run time from bases of the module (email's header classes)
+    if called not in _SETTERS:
+        return False
+    # the name is the one but last argument of setattr(obj, name, value), object.__setattr__(self, name, value) and
+    # super().__setattr__(name, value); the last of delattr's and __delattr__'s
+    at = len(node.args) - (2 if called in ("setattr", "__setattr__") else 1)
+    named = node.args[at] if at >= 0 and not any(isinstance(a, ast.Starred) for a in node.args) else None
+    if isinstance(named, ast.Constant) and isinstance(named.value, str):
+        return False
+    if at == 1:
+        return node.args[0]  # setattr(obj, ...), object.__setattr__(obj, ...)
+    return node.func.value if at == 0 and isinstance(node.func, ast.Attribute) else True
 
 
-def _bound(tree: ast.Module, classes: list[ast.ClassDef]) -> set[str]:
-    """The attribute names the module binds for every class (see the module's docstring)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            names.add(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            names.add(node.value)
-    for cls in classes:
+def _unseen(classes: _Classes, tree: ast.Module) -> tuple[bool, set[str]]:
+    """(whether the module may bind attributes no statement names on any object, the classes it may on): where the
+    object is a method's own instance (its first parameter, or `super()`), on that method's class, its bases and its
+    subclasses in the module. A method that saves or restores an instance's state (`__setstate__`, `__copy__`)
+    binds nothing new."""
+    per_class: set[str] = set()
+    seen: set[int] = set()
+    for cls in classes.all:
+        for method, owner in _methods(cls):
+            nodes = list(ast.walk(method))
+            if method.name in _STATE_METHODS:
+                seen.update(id(node) for node in nodes)
+                continue
+            for node in nodes:
+                target = _binds_unseen(node)
+                if isinstance(target, ast.Name) and target.id == owner \
+                        or isinstance(target, ast.Call) and _name(target.func) == "super":
+                    seen.add(id(node))
+                    per_class.add(cls.name)
+    if any(id(node) not in seen and _binds_unseen(node) is not False for node in ast.walk(tree)):
+        return True, set()
+    family = set()
+    for name in per_class:
+        family |= classes.family(name)
+    return False, family
+
+
+def _bound(tree: ast.Module, classes: _Classes) -> tuple[set[str], dict[str, set[str]]]:
+    """The attribute names the module binds (see the module's docstring): (for every class, for each class by name).
+    A class binds what its body binds and what its methods store on their own instance (`self.name = ...`); any
+    other object's attribute stored (`other.name = ...`) and a string that is a name count for every class."""
+    anywhere: set[str] = set()
+    own: dict[str, set[str]] = {cls.name: set() for cls in classes.all}
+    on_self: set[int] = set()
+    for cls in classes.all:
+        names = own[cls.name]
+        for method, owner in _methods(cls):
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
+                        and isinstance(node.value, ast.Name) and node.value.id == owner:
+                    names.add(node.attr)
+                    on_self.add(id(node))
         for statement in cls.body:
             for node in _own(statement):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -86,7 +132,12 @@ def _bound(tree: ast.Module, classes: list[ast.ClassDef]) -> set[str]:
                     names.add((node.asname or node.name).split(".")[0])
                 elif isinstance(node, ast.NamedExpr):
                     names.add(node.target.id)
-    return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and id(node) not in on_self:
+            anywhere.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            anywhere.add(node.value)
+    return anywhere, own
 
 
 def _own(statement: ast.AST):
@@ -122,6 +173,24 @@ class _Classes:
                 if isinstance(base, ast.Name) and base.id in self.by_name:
                     self.subclasses.setdefault(base.id, []).append(cls)
 
+    def family(self, name: str) -> set[str]:
+        """The classes whose attributes an instance of the class `name` may have, as the module shows them: its
+        subclasses (a base class's method may read what a subclass sets), itself, and the bases of each of these
+        all the way up (a mixin's sibling bases in a subclass)."""
+        below, todo = {name}, [name]
+        while todo:
+            subclasses = [sub.name for sub in self.subclasses.get(todo.pop(), ()) if sub.name not in below]
+            below.update(subclasses)
+            todo += subclasses
+        out, todo = set(), list(below)
+        while todo:
+            up = todo.pop()
+            if up not in out:
+                out.add(up)
+                cls = self.by_name.get(up)
+                todo += [b.id for b in cls.bases if isinstance(b, ast.Name)] if cls is not None else []
+        return out
+
     def shows_all(self, cls: ast.ClassDef) -> set[str] | None:
         """The attributes `cls` has that its builtin bases give it, where the module shows every other one: it and
         its bases show all theirs (`inherited`), and so does each subclass of it in this module (a mixin's
@@ -139,8 +208,8 @@ class _Classes:
     def inherited(self, cls: ast.ClassDef, seen: frozenset = frozenset()) -> set[str] | None:
         """The attributes its builtin bases give `cls` (and `object`'s), or None where it may have attributes the
         module does not show."""
-        if cls.name in seen or cls.keywords or "mixin" in cls.name.lower():
-            return None
+        if cls.name in seen or cls.keywords or "mixin" in cls.name.lower() or cls.name not in self.by_name:
+            return None  # a name defined twice: its subclasses cannot be told apart (matplotlib's `_Base`s)
         if any(_name(d) not in _DECORATORS for d in cls.decorator_list):
             return None
         if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in _DYNAMIC for s in cls.body):
@@ -215,10 +284,11 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
     if tree is None:
         return []
     try:
-        if _hides_names(tree):
-            return []
         classes = _Classes(tree)
-        bound = _bound(tree, classes.all)
+        anywhere, unseen = _unseen(classes, tree)
+        if anywhere:
+            return []
+        anywhere_bound, own = _bound(tree, classes)
     except RecursionError:
         return []
     first, last = _position(source, start), _position(source, end)
@@ -229,8 +299,10 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
             inherited = classes.shows_all(cls)
         except RecursionError:
             return []
-        if inherited is None:
+        if inherited is None or cls.name in unseen:
             continue
+        # what its bases and its subclasses in the module bind (a base class's method may read what a subclass sets)
+        bound = anywhere_bound.union(*(own.get(name, ()) for name in classes.family(cls.name)))
         reads = []
         for method, owner in _methods(cls):
             # a class method's `cls` (and `__new__`'s) is the class: the attributes of `type` too

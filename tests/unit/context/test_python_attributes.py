@@ -66,8 +66,28 @@ def test_a_binding_anywhere_in_the_module_counts():
     # a string that is the name: __slots__, setattr with the name written out, hasattr
     assert claims("self.extra", CLASS + "\nsetattr(Queue, 'extra', 1)\n") == []
     assert claims("self.extra", CLASS + "\nhasattr(Queue([]), 'extra')\n") == []
-    # another class's body or method binding it
-    assert claims("self.extra", CLASS + "\nclass Other:\n    def f(self):\n        self.extra = 1\n") == []
+
+
+
+def test_a_class_binds_for_its_family_not_for_other_classes():
+    # a subclass's binding counts (a base class's method may read what its subclass sets); an unrelated class's not
+    assert claims("self.extra", CLASS + "\nclass Sub(Queue):\n    def f(self):\n        self.extra = 1\n") == []
+    assert claims("self.extra", CLASS + "\nclass Sub(Queue):\n    extra = 1\n") == []
+    assert claims("self.extra", CLASS + "\nclass Other:\n    def f(self):\n        self.extra = 1\n") \
+        == ["self.extra"]
+    # a mixin's sibling base in a subclass: urllib's AbstractBasicAuthHandler reads BaseHandler's `parent`
+    both = CLASS + "\nclass Base:\n    def add(self, parent):\n        self.extra = parent\n\n\n" \
+                   "class Both(Queue, Base):\n    pass\n"
+    assert claims("self.extra", both) == []
+
+
+def test_setattr_on_an_instance_disables_only_its_family():
+    dynamic = "\nclass Other:\n    def __init__(self, name):\n        setattr(self, name, 1)\n"
+    assert claims("self._copy()", CLASS + dynamic) == ["self._copy"]
+    assert claims("self._copy()", CLASS + dynamic.replace("class Other:", "class Other(Queue):")) == []
+    # restoring a pickled state binds nothing new
+    restore = "\n    def __setstate__(self, state):\n        self.__dict__.update(state)\n"
+    assert claims("self._copy()", CLASS + restore) == ["self._copy"]
 
 
 def test_builtin_bases_give_their_attributes_and_in_file_bases_are_followed():
@@ -90,12 +110,20 @@ def test_builtin_bases_give_their_attributes_and_in_file_bases_are_followed():
     CLASS + "\nq = Queue([])\nq.__dict__.update({})\n",
     CLASS + "\nvars(Queue([])).update({})\n",
     CLASS + "\nfrom elsewhere import *\n",
+    CLASS + "\nMade = type('Made', (Queue, Other), {})\n",  # a class made at run time
+    CLASS + "\nclass Queue:\n    pass\n",  # defined twice
+
     CLASS.replace("def copy(self):", "def copy(self):\n        self = other"),  # the instance rebound
     CLASS.replace("def size(self):\n        return len(self._items)", "def size(self):\n        return self.count"),
 ])
 def test_nothing_is_claimed_where_the_module_may_not_show_every_attribute(module):
     # the last: the class's code outside the span already reads what nothing binds (a base class others complete)
     assert claims("self._copy()", module) == []
+
+
+def test_decorators_that_add_no_attribute_leave_the_class_known():
+    for decorator in ("@dataclasses.dataclass(frozen=True)", "@functools.total_ordering", "@abc.ABC.register"):
+        assert claims("self._copy()", CLASS.replace("class Queue:", f"{decorator}\nclass Queue:")) == ["self._copy"]
 
 
 def test_a_shadowed_builtin_base_is_not_the_builtin():
