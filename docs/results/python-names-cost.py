@@ -1,6 +1,7 @@
-"""The name check's cost per suggestion: a new line `x = made_up_name(1)` after an indented statement in the middle
-of stdlib files, through completion.unbound.unbound_names (the whole document parsed and walked); median of 7."""
-import ast, time, statistics, sysconfig, pathlib
+"""The name check's cost per suggestion: a new line `x = made_up_name(1)` (or the line given: `python
+python-names-cost.py "x = self.made_up(1)"`) after an indented statement in the middle of stdlib files, through
+completion.unbound.unbound_names (the whole document parsed and walked); median of 7."""
+import ast, time, statistics, sys, sysconfig, pathlib
 from dg_lsp.completion.unbound import unbound_names
 root = pathlib.Path(sysconfig.get_paths()["stdlib"])
 for name in ["json/decoder.py", "argparse.py", "typing.py", "_pydecimal.py", "tkinter/__init__.py"]:
@@ -14,6 +15,7 @@ for name in ["json/decoder.py", "argparse.py", "typing.py", "_pydecimal.py", "tk
     times = []
     for _ in range(7):
         t = time.perf_counter()
-        r = unbound_names(src, at, at, "\n        x = made_up_name(1)", "python")
+        r = unbound_names(src, at, at, "\n        " + (sys.argv[1] if len(sys.argv) > 1 else "x = made_up_name(1)"),
+                          "python")
         times.append(time.perf_counter() - t)
     print(f"{name}: {len(lines)} lines, {len(src) // 1000} kB: {statistics.median(times) * 1000:.1f} ms, found {r}")

@@ -80,75 +80,6 @@ def _binds_unseen(node: ast.AST) -> ast.AST | bool:
     return node.func.value if at == 0 and isinstance(node.func, ast.Attribute) else True
 
 
-def _unseen(classes: _Classes, tree: ast.Module) -> tuple[bool, set[str]]:
-    """(whether the module may bind attributes no statement names on any object, the classes it may on): where the
-    object is a method's own instance (its first parameter, or `super()`), on that method's class, its bases and its
-    subclasses in the module. A method that saves or restores an instance's state (`__setstate__`, `__copy__`)
-    binds nothing new."""
-    per_class: set[str] = set()
-    seen: set[int] = set()
-    for cls in classes.all:
-        for method, owner in _methods(cls):
-            nodes = list(ast.walk(method))
-            if method.name in _STATE_METHODS:
-                seen.update(id(node) for node in nodes)
-                continue
-            for node in nodes:
-                target = _binds_unseen(node)
-                if isinstance(target, ast.Name) and target.id == owner \
-                        or isinstance(target, ast.Call) and _name(target.func) == "super":
-                    seen.add(id(node))
-                    per_class.add(cls.name)
-    if any(id(node) not in seen and _binds_unseen(node) is not False for node in ast.walk(tree)):
-        return True, set()
-    family = set()
-    for name in per_class:
-        family |= classes.family(name)
-    return False, family
-
-
-def _bound(tree: ast.Module, classes: _Classes) -> tuple[set[str], dict[str, set[str]]]:
-    """The attribute names the module binds (see the module's docstring): (for every class, for each class by name).
-    A class binds what its body binds and what its methods store on their own instance (`self.name = ...`); any
-    other object's attribute stored (`other.name = ...`) and a string that is a name count for every class."""
-    anywhere: set[str] = set()
-    own: dict[str, set[str]] = {cls.name: set() for cls in classes.all}
-    on_self: set[int] = set()
-    for cls in classes.all:
-        names = own[cls.name]
-        for method, owner in _methods(cls):
-            for node in ast.walk(method):
-                if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
-                        and isinstance(node.value, ast.Name) and node.value.id == owner:
-                    names.add(node.attr)
-                    on_self.add(id(node))
-        for statement in cls.body:
-            for node in _own(statement):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names.add(node.name)
-                elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    names.add(node.id)
-                elif isinstance(node, ast.alias):
-                    names.add((node.asname or node.name).split(".")[0])
-                elif isinstance(node, ast.NamedExpr):
-                    names.add(node.target.id)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and id(node) not in on_self:
-            anywhere.add(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            anywhere.add(node.value)
-    return anywhere, own
-
-
-def _own(statement: ast.AST):
-    """The nodes of a class-body statement that run in the class body: not inside a function, lambda or class."""
-    yield statement
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-        return
-    for child in ast.iter_child_nodes(statement):
-        yield from _own(child)
-
-
 def _builtin_type(name: str) -> type | None:
     value = getattr(builtins, name, None)
     return value if isinstance(value, type) else None
@@ -157,15 +88,11 @@ def _builtin_type(name: str) -> type | None:
 class _Classes:
     """The module's classes by name, and which of them show every attribute they have."""
 
-    def __init__(self, tree: ast.Module):
-        self.all = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    def __init__(self, facts: _Facts):
+        self.all = facts.classes
         names = [cls.name for cls in self.all]
         self.by_name = {cls.name: cls for cls in self.all if names.count(cls.name) == 1}
-        # every name the module binds at its top, to tell a builtin base from a name that shadows it
-        self.module_names = {cls.name for cls in self.all} | {
-            node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)} | {
-            (a.asname or a.name).split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-            for a in node.names}
+        self.module_names = facts.module_names
         # a class's subclasses in this module, by name: a mixin's attributes may come from a sibling base
         self.subclasses: dict[str, list[ast.ClassDef]] = {}
         for cls in self.all:
@@ -230,42 +157,105 @@ class _Classes:
         return got
 
 
-def _methods(cls: ast.ClassDef):
-    """(method, its instance (or class) parameter's name) for each method of `cls` that has one."""
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        if any(_name(d) == "staticmethod" for d in method.decorator_list):
-            continue
-        positional = method.args.posonlyargs + method.args.args
-        if positional:
-            yield method, positional[0].arg
+class _Facts:
+    """What one pass over the module finds: its classes, the names it binds, what its methods read and store on
+    their own instance, and what may bind attributes no statement names (`_binds_unseen`)."""
 
+    def __init__(self, tree: ast.Module):
+        self.classes: list[ast.ClassDef] = []
+        self.module_names: set[str] = set()  # every name bound anywhere, to tell a builtin base from its shadow
+        self.anywhere: set[str] = set()  # names stored on any other object than a method's own instance, strings
+        self.own: dict[str, set[str]] = {}  # a class's body's names and what its methods store on their instance
+        # a class's loaded attributes of a method's own instance: (the instance's name, the node, the method)
+        self.reads: dict[int, list[tuple[str, ast.Attribute, ast.AST]]] = {}
+        self.rebinds: set[int] = set()  # the methods that assign their instance's name
+        self.unseen_anywhere = False
+        self.unseen: set[str] = set()  # the classes whose own instance a method may bind unseen attributes on
+        for node in tree.body:
+            self.visit(node, None)
 
-def _reads(method: ast.AST, owner: str):
-    """The loaded `owner.name` attributes in `method`, where nothing in it rebinds `owner`; else nothing. Functions
-    and lambdas inside it that take a parameter `owner` are left out, and classes inside it."""
-    found: list[ast.Attribute] = []
-
-    def visit(node: ast.AST, top: bool) -> bool:
-        if not top and isinstance(node, ast.ClassDef):
-            return True
-        if not top and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+    def visit(self, node: ast.AST, at: tuple | None) -> None:
+        """`at`: (class, method, the instance's name, whether a read of it is of the instance) inside a method (or a
+        function in it), (class, None, None, False) in a class body, None elsewhere."""
+        cls, method, owner, reading = at or (None, None, None, False)
+        if isinstance(node, ast.ClassDef):
+            self.classes.append(node)
+            self.module_names.add(node.name)
+            if cls is not None and method is None:
+                self.own.setdefault(cls.name, set()).add(node.name)
+            self.own.setdefault(node.name, set())
+            for outer in node.bases + node.keywords + node.decorator_list:
+                self.visit(outer, at)
+            for statement in node.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.method(node, statement)
+                else:
+                    self.visit(statement, (node, None, None, False))
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if not isinstance(node, ast.Lambda) and cls is not None and method is None:
+                self.own[cls.name].add(node.name)
             a = node.args
-            if owner in [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]]:
-                return True
-        if isinstance(node, ast.Name) and node.id == owner and not isinstance(node.ctx, ast.Load):
-            return False
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and owner in node.names:
-            return False
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
-                and node.value.id == owner:
-            found.append(node)
-        body = node.body if top and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-        children = body if body is not None else list(ast.iter_child_nodes(node))
-        return all(visit(child, False) for child in children)
+            params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]]
+            # inside a method, a function that takes a parameter of the instance's name reads its own; a function
+            # in a class body or outside classes is no method's
+            inner = (cls, method, owner, reading and owner not in params) if method is not None else None
+            outer = [a] + (node.decorator_list + ([node.returns] if node.returns else [])
+                           if not isinstance(node, ast.Lambda) else [])
+            for child in outer:
+                self.visit(child, at)
+            for child in node.body if not isinstance(node, ast.Lambda) else [node.body]:
+                self.visit(child, inner)
+            return
+        target = _binds_unseen(node)
+        if target is not False:
+            if method is not None and method.name in _STATE_METHODS:
+                pass  # saving or restoring an instance's state binds nothing new
+            elif owner is not None and (isinstance(target, ast.Name) and target.id == owner
+                                        or isinstance(target, ast.Call) and _name(target.func) == "super"):
+                self.unseen.add(cls.name)
+            else:
+                self.unseen_anywhere = True
+        if isinstance(node, ast.Attribute):
+            if owner is not None and isinstance(node.value, ast.Name) and node.value.id == owner:
+                if isinstance(node.ctx, ast.Load):
+                    if reading:
+                        self.reads.setdefault(id(cls), []).append((owner, node, method))
+                else:
+                    self.own[cls.name].add(node.attr)
+            elif not isinstance(node.ctx, ast.Load):
+                self.anywhere.add(node.attr)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and node.value.isidentifier():
+                self.anywhere.add(node.value)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            self.module_names.add(node.id)
+            if reading and node.id == owner:
+                self.rebinds.add(id(method))
+            if cls is not None and method is None:
+                self.own[cls.name].add(node.id)
+        elif isinstance(node, ast.alias):
+            self.module_names.add((node.asname or node.name).split(".")[0])
+            if cls is not None and method is None:
+                self.own[cls.name].add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.NamedExpr) and cls is not None and method is None:
+            self.own[cls.name].add(node.target.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and reading and owner in node.names:
+            self.rebinds.add(id(method))
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, at)
 
-    return found if visit(method, True) else []
+    def method(self, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A method: its decorators, defaults and annotations run in the class body; its body with its instance."""
+        self.own[cls.name].add(method.name)
+        body = (cls, None, None, False)
+        for outer in method.decorator_list + [method.args] + ([method.returns] if method.returns else []):
+            self.visit(outer, body)
+        positional = method.args.posonlyargs + method.args.args
+        static = any(_name(d) == "staticmethod" for d in method.decorator_list)
+        owner = positional[0].arg if positional and not static else None
+        for statement in method.body:
+            self.visit(statement, (cls, method, owner, owner is not None))
 
 
 def _position(source: str, offset: int) -> tuple[int, int]:
@@ -278,19 +268,21 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
     """("self.name", character offset of the read's start) of each attribute read in `source[start:end]` (or that
     starts before it and ends in it) on a method's `self` that nothing binds, in source order; [] where nothing is
     known (see the module's docstring). `tree`: `source` parsed, where the caller has it."""
-    if start >= end:
+    # no attribute read there (its dot is on the line the span starts on, or after), or no class at all
+    if start >= end or "." not in source[source.rfind("\n", 0, start) + 1:end] or "class" not in source:
         return []
     tree = tree or parse(source)
     if tree is None:
         return []
     try:
-        classes = _Classes(tree)
-        anywhere, unseen = _unseen(classes, tree)
-        if anywhere:
-            return []
-        anywhere_bound, own = _bound(tree, classes)
+        facts = _Facts(tree)
     except RecursionError:
         return []
+    if facts.unseen_anywhere:
+        return []
+    classes = _Classes(facts)
+    # setattr and the like on a method's own instance: on its class's family (see the module's docstring)
+    unseen = set().union(*(classes.family(name) for name in facts.unseen))
     first, last = _position(source, start), _position(source, end)
     lines = source.split("\n")
     out = []
@@ -302,16 +294,18 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
         if inherited is None or cls.name in unseen:
             continue
         # what its bases and its subclasses in the module bind (a base class's method may read what a subclass sets)
-        bound = anywhere_bound.union(*(own.get(name, ()) for name in classes.family(cls.name)))
+        bound = facts.anywhere.union(*(facts.own.get(name, ()) for name in classes.family(cls.name)))
         reads = []
-        for method, owner in _methods(cls):
+        for owner, node, method in facts.reads.get(id(cls), ()):
+            if id(method) in facts.rebinds:
+                continue
             # a class method's `cls` (and `__new__`'s) is the class: the attributes of `type` too
             given = inherited | _TYPE if method.name in _CLASS_METHODS or any(
                 _name(d) == "classmethod" for d in method.decorator_list) else inherited
             # a dunder (`__wrapped__`, a dataclass's `__dataclass_fields__`) is left alone: the runtime and
             # decorators set them
-            reads += [(owner, node) for node in _reads(method, owner)
-                      if node.attr not in bound and node.attr not in given and not _dunder(node.attr)]
+            if node.attr not in bound and node.attr not in given and not _dunder(node.attr):
+                reads.append((owner, node))
         inside = [(owner, node) for owner, node in reads
                   if (node.lineno, node.col_offset) < last and first < (node.end_lineno, node.end_col_offset)]
         # a class whose code outside the span reads what nothing here binds gets attributes from elsewhere (a
