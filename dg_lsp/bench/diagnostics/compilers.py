@@ -243,8 +243,9 @@ def _mypy_errors(text: str, folder: str) -> list[str] | None:
     out, _, _ = api.run(["--check-untyped-defs", "--ignore-missing-imports", "--follow-imports=skip",
                          "--no-error-summary", "--show-error-codes", "--no-pretty", "--hide-error-context",
                          "--cache-dir", os.path.join(folder, ".mypy_cache"), path])
-    return [re.sub(r"^.*?:\d+: error: ", "", line) for line in out.splitlines()
-            if line.endswith("[attr-defined]") and ": error: " in line]
+    # without mypy's hint, which names what else the text has (`; maybe "_items"?`): the same error either way
+    return [re.sub(r"; maybe .*?(?=  \[attr-defined\]$)", "", re.sub(r"^.*?:\d+: error: ", "", line))
+            for line in out.splitlines() if line.endswith("[attr-defined]") and ": error: " in line]
 
 
 def _added(before: list, after: list) -> list[str]:

@@ -6,10 +6,11 @@ Read from the whole module's `ast`, and only where the module shows everything t
   the method or a function or lambda inside it that does not rebind `p`, and `p` is never assigned in the method; a
   dunder (`__wrapped__`) is never claimed;
 - the class is defined once by its name; its bases are classes of this module (by name, defined once) or the
-  builtins' own types (`object`, `Exception`, `dict`: their attributes are theirs), all the way up; it has no
-  keywords (a metaclass), no decorator but `dataclass`, `total_ordering`, `final` and an ABC's `register`, and no
-  "mixin" in its name; neither it nor a base defines `__getattr__` or `__getattribute__`; each subclass of it in the
-  module is such a class too (a mixin's attributes come from its subclass's other bases);
+  builtins' own types (`object`, `Exception`, `dict`: their attributes are theirs) other than `type` (a metaclass's
+  instances are classes, with what their bodies bind), all the way up; it has no keywords (a metaclass), no
+  decorator but `dataclass`, `total_ordering`, `final` and an ABC's `register`, and no "mixin" in its name; neither
+  it nor a base defines `__getattr__` or `__getattribute__`; each subclass of it in the module is such a class too (a
+  mixin's attributes come from its subclass's other bases);
 - the class's code outside the span reads no attribute that nothing binds: a class that does gets attributes from
   elsewhere (a base class that subclasses in other modules complete, pygments' `Formatter.format_unencoded`);
 - nothing may bind attributes on it that no statement names (`_binds_unseen`): `x.__dict__`, `vars(x)`, or setattr
@@ -147,7 +148,7 @@ class _Classes:
                 return None
             if base.id in self.by_name:
                 more = self.inherited(self.by_name[base.id], seen | {cls.name})
-            elif base.id not in self.module_names and _builtin_type(base.id) is not None:
+            elif base.id not in self.module_names and _builtin_type(base.id) not in (None, type):
                 more = set(dir(_builtin_type(base.id)))
             else:
                 return None

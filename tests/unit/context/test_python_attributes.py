@@ -102,6 +102,7 @@ def test_builtin_bases_give_their_attributes_and_in_file_bases_are_followed():
     CLASS.replace("class Queue:", "from collections import deque\n\n\nclass Queue(deque):"),  # a base from elsewhere
     CLASS.replace("class Queue:", "class Queue(base.Base):"),
     CLASS.replace("class Queue:", "class Queue(metaclass=Meta):"),
+    CLASS.replace("class Queue:", "class Queue(type):"),  # a metaclass: its instances are classes
     CLASS.replace("class Queue:", "@attr.s\nclass Queue:"),  # a decorator that may add attributes
     CLASS.replace("class Queue:", "class QueueMixin:"),
     CLASS + "\n    def __getattr__(self, name):\n        return 1\n",
