@@ -275,6 +275,12 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
     tree = tree or parse(source)
     if tree is None:
         return []
+    first, last = _position(source, start), _position(source, end)
+    # a read in the span is in a method, so in a class inside a top-level statement the span overlaps: where there is
+    # none (a module-level function's line), nothing more is read
+    overlapped = [top for top in tree.body if top.lineno <= last[0] and first[0] <= top.end_lineno]
+    if not any(isinstance(node, ast.ClassDef) for top in overlapped for node in ast.walk(top)):
+        return []
     try:
         facts = _Facts(tree)
     except RecursionError:
@@ -284,7 +290,6 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
     classes = _Classes(facts)
     # setattr and the like on a method's own instance: on its class's family (see the module's docstring)
     unseen = set().union(*(classes.family(name) for name in facts.unseen))
-    first, last = _position(source, start), _position(source, end)
     lines = source.split("\n")
     out = []
     for cls in classes.all:
