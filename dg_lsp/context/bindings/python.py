@@ -6,7 +6,10 @@ statement (an `except` handler or a `case` counts as one) that no binding of it 
 that function's loops, raises UnboundLocalError (`logger = logger(msg)`, `exc_type, exc_value, tb =
 exc_type(exc_value)`, `while logger:` over a body that binds it). A binding comes before a read when its statement
 starts earlier, or it is the read's own statement's and not what a simple assignment assigns (a walrus, `with ...
-as`). `unbound_reads` finds them in a span of a module: the text a suggestion puts there.
+as`); a local's annotation, or a function's under `from __future__ import annotations`, never runs, so only
+counts where nothing binds the name. A read in a `try` body that a handler of `NameError` follows is expected to fail (`try: unicode` / `except
+NameError: unicode = str`) and is not one. `unbound_reads` finds them in a span of a module: the text a suggestion
+puts there.
 
 Nothing is known (no names) where the module does not parse, or where its names may not all be in the text: a star
 import, `exec` with no namespace of its own, `globals()` or `vars()`, `__builtins__`, a write to the `builtins` module
@@ -62,6 +65,18 @@ def _is_namespace(node: ast.AST) -> bool:
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+
+
+def catches(node: ast.Try, error: str) -> bool:
+    """Whether a handler of the `try` statement `node` names `error` (`except NameError`, `except (KeyError,
+    builtins.NameError)`)."""
+    for handler in node.handlers:
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(isinstance(t, ast.Name) and t.id == error or isinstance(t, ast.Attribute) and t.attr == error
+               for t in types):
+            return True
+    return False
 
 
 class _Scope:
@@ -103,6 +118,8 @@ class _Walk:
         self.reads: list[tuple[ast.Name, _Scope, tuple[int, int], bool]] = []
         self.statement, self.target, self.loop = (0, 0), False, False
         self.unseen = False  # the module may bind names no statement shows (`_binds_unseen`)
+        self.guarded = False  # in a `try` body whose handlers catch NameError: a read there is expected to fail
+        self.lazy_annotations = False  # `from __future__ import annotations`: a function's annotations never run
         self.read_from: set[int] = set()  # the `globals()` and `vars()` calls only read from
 
     def bind(self, scope: _Scope, name: str, at: tuple[int, int, int] | None = None) -> None:
@@ -131,6 +148,15 @@ class _Walk:
         elif isinstance(node, ast.Compare):
             self.read_from.update(id(c) for c in node.comparators)
         self.unseen = self.unseen or (_binds_unseen(node) and id(node) not in self.read_from)
+        if isinstance(node, TRIES):
+            # `try: unicode` / `except NameError: unicode = str`: the body's reads may fail, on purpose
+            saved, self.guarded = self.guarded, self.guarded or catches(node, "NameError")
+            for child in node.body:
+                self.visit(child, scope)
+            self.guarded = saved
+            for child in node.handlers + node.orelse + node.finalbody:
+                self.visit(child, scope)
+            return
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             # the header runs before the first pass (a `while` test first of all); the body and `else` after passes
             for child in [node.iter, node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [node.test]:
@@ -161,7 +187,7 @@ class _Walk:
             if not isinstance(node, ast.ClassDef):
                 self.arguments(node.args, scope, inner)
                 if node.returns is not None:
-                    self.visit(node.returns, scope)
+                    self.annotation(node.returns, scope)
             self.body(node.body, inner)
             return
         if isinstance(node, ast.Lambda):
@@ -183,7 +209,8 @@ class _Walk:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 # a name the span ends (a word typed before the cursor and finished after it) is read there too
-                if (node.lineno, node.col_offset) < self.end and self.start < (node.end_lineno, node.end_col_offset):
+                if (node.lineno, node.col_offset) < self.end and self.start < (node.end_lineno, node.end_col_offset) \
+                        and not self.guarded:
                     self.reads.append((node, scope, self.statement, self.loop))
             else:
                 self.bind(scope, node.id)
@@ -208,13 +235,15 @@ class _Walk:
             self.visit(child, scope)
 
     def body(self, statements: list[ast.AST], scope: _Scope) -> None:
-        """A function's or class's body: its own loops, not the ones around its definition."""
-        saved, self.loop = self.loop, False
+        """A function's or class's body: its own loops, not the ones around its definition; a function's runs later,
+        outside the `try` around its definition."""
+        saved = self.loop, self.guarded
+        self.loop, self.guarded = False, self.guarded and scope.kind == "class"
         try:
             for child in statements:
                 self.visit(child, scope)
         finally:
-            self.loop = saved
+            self.loop, self.guarded = saved
 
     def arguments(self, args: ast.arguments, outer: _Scope, inner: _Scope) -> None:
         """Parameters bind in the function; defaults and annotations are read where the function is defined."""
@@ -223,7 +252,17 @@ class _Walk:
         for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
             self.bind(inner, arg.arg, (0, 0, 0))
             if arg.annotation is not None:
-                self.visit(arg.annotation, outer)
+                self.annotation(arg.annotation, outer)
+
+    def annotation(self, node: ast.AST, scope: _Scope) -> None:
+        """A parameter's or a return's annotation: under `from __future__ import annotations` never run (PEP 563),
+        so read for a name bound nowhere, not for the order (torch's `def rename(n: str)` above a local `str`)."""
+        saved = self.loop
+        self.loop = self.loop or self.lazy_annotations
+        try:
+            self.visit(node, scope)
+        finally:
+            self.loop = saved
 
 
 def _position(source: str, offset: int) -> tuple[int, int]:
@@ -253,6 +292,8 @@ def unbound_reads(source: str, start: int, end: int, tree: ast.Module | None = N
     if tree is None:
         return []
     walk = _Walk(_position(source, start), _position(source, end))
+    walk.lazy_annotations = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                                and any(a.name == "annotations" for a in node.names) for node in tree.body)
     try:
         for node in tree.body:
             walk.visit(node, walk.module)

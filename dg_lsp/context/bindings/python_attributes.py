@@ -11,6 +11,8 @@ Read from the whole module's `ast`, and only where the module shows everything t
   decorator but `dataclass`, `total_ordering`, `final` and an ABC's `register`, and no "mixin" in its name; neither
   it nor a base defines `__getattr__` or `__getattribute__`; each subclass of it in the module is such a class too (a
   mixin's attributes come from its subclass's other bases);
+- the read is not in a `try` body that a handler of `AttributeError` follows (`try: return self._cache` / `except
+  AttributeError: ...`: it may fail on purpose);
 - the class's code outside the span reads no attribute that nothing binds: a class that does gets attributes from
   elsewhere (a base class that subclasses in other modules complete, pygments' `Formatter.format_unencoded`);
 - nothing may bind attributes on it that no statement names (`_binds_unseen`): `x.__dict__`, `vars(x)`, or setattr
@@ -30,7 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from .python import parse
+from .python import TRIES, catches, parse
 
 # class decorators that add no attribute the class body does not show (`register`: an ABC's, which returns the class)
 _DECORATORS = frozenset({"dataclass", "total_ordering", "final", "register"})
@@ -172,6 +174,7 @@ class _Facts:
         self.rebinds: set[int] = set()  # the methods that assign their instance's name
         self.unseen_anywhere = False
         self.unseen: set[str] = set()  # the classes whose own instance a method may bind unseen attributes on
+        self.guarded = False  # in a `try` body whose handlers catch AttributeError: a read there may fail on purpose
         for node in tree.body:
             self.visit(node, None)
 
@@ -205,8 +208,19 @@ class _Facts:
                            if not isinstance(node, ast.Lambda) else [])
             for child in outer:
                 self.visit(child, at)
+            saved, self.guarded = self.guarded, False  # a function's body runs later, outside the `try` around it
             for child in node.body if not isinstance(node, ast.Lambda) else [node.body]:
                 self.visit(child, inner)
+            self.guarded = saved
+            return
+        if isinstance(node, TRIES):
+            # `try: return self._cache` / `except AttributeError: ...`: the body's reads may fail, on purpose
+            saved, self.guarded = self.guarded, self.guarded or catches(node, "AttributeError")
+            for child in node.body:
+                self.visit(child, at)
+            self.guarded = saved
+            for child in node.handlers + node.orelse + node.finalbody:
+                self.visit(child, at)
             return
         target = _binds_unseen(node)
         if target is not False:
@@ -220,7 +234,7 @@ class _Facts:
         if isinstance(node, ast.Attribute):
             if owner is not None and isinstance(node.value, ast.Name) and node.value.id == owner:
                 if isinstance(node.ctx, ast.Load):
-                    if reading:
+                    if reading and not self.guarded:
                         self.reads.setdefault(id(cls), []).append((owner, node, method))
                 else:
                     self.own[cls.name].add(node.attr)
@@ -255,8 +269,10 @@ class _Facts:
         positional = method.args.posonlyargs + method.args.args
         static = any(_name(d) == "staticmethod" for d in method.decorator_list)
         owner = positional[0].arg if positional and not static else None
+        saved, self.guarded = self.guarded, False
         for statement in method.body:
             self.visit(statement, (cls, method, owner, owner is not None))
+        self.guarded = saved
 
 
 def _position(source: str, offset: int) -> tuple[int, int]:

@@ -152,3 +152,14 @@ def test_nothing_is_known_where_the_module_does_not_parse():
     source = CLASS.replace("READ", "self._copy(")
     assert unbound_attributes(source, 0, len(source)) == []
     assert unbound_attributes(CLASS, 5, 5) == []
+
+
+def test_a_read_an_attribute_error_handler_expects_is_not_claimed():
+    guarded = "try:\n            return self._cache\n        except AttributeError:\n            return None"
+    assert claims(guarded, body="return READ") == []
+    other = guarded.replace("AttributeError", "KeyError")
+    assert claims(other, body="return READ") == ["self._cache"]
+    # a function defined in the guarded body runs later, unguarded
+    later = "try:\n            f = lambda: self._cache\n        except AttributeError:\n            f = None\n" \
+            "        return f"
+    assert claims(later, body="return READ") == ["self._cache"]

@@ -171,3 +171,30 @@ def g():
 ])
 def test_a_functions_own_name_read_before_anything_binds_it_is_unbound(span, names):
     assert reads(ORDER, span) == names
+
+
+def test_a_read_a_name_error_handler_expects_is_not_claimed():
+    """pyflakes' rule: `try: unicode` / `except NameError: unicode = str` is Python 2 compatibility, not a mistake."""
+    source = "try:\n    text = unicode\nexcept (KeyError, NameError):\n    text = str\n"
+    at = source.index("unicode")
+    assert unbound_reads(source, at, at + 7) == []
+    # other handlers, the handler itself, and a function defined in the guarded body (it runs later) are claimed
+    for other in ("try:\n    text = unicode\nexcept ImportError:\n    text = str\n",
+                  "try:\n    pass\nexcept NameError:\n    text = unicode\n",
+                  "try:\n    def f():\n        return unicode\nexcept NameError:\n    pass\n"):
+        at = other.index("unicode")
+        assert unbound_reads(other, at, at + 7) == [("unicode", at)]
+
+
+def test_annotations_that_never_run_are_read_for_names_bound_nowhere_not_for_the_order():
+    """torch's scheduler: `def rename(n: str)` in a function that binds a local `str` later; under `from __future__
+    import annotations` the annotation is never evaluated."""
+    body = "def outer():\n    def rename(n: str) -> str:\n        return n\n    str = 1\n    return rename\n"
+    at = body.index("str")
+    assert unbound_reads(body, at, at + 3) == [("str", at)]  # evaluated at the def: UnboundLocalError
+    lazy = "from __future__ import annotations\n" + body
+    at = lazy.index("str)")
+    assert unbound_reads(lazy, at, at + 3) == []
+    made_up = lazy.replace("n: str", "n: Strr")
+    at = made_up.index("Strr")
+    assert unbound_reads(made_up, at, at + 4) == [("Strr", at)]  # a name bound nowhere is still a mistake
