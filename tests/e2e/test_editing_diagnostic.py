@@ -68,8 +68,8 @@ CASES = {
     # Python declares by assigning: the text reads a name nothing binds instead
     "pyflakes": ("mod.py", "def f(xs):\n    total = xs\n    total += 1\n    return total\n", "python", 2,
                  "total += missing"),
-    "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n", "python",
-             3, "total += self.missing"),
+    "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
+             "python", 3, "total += self.missing"),
 }
 
 

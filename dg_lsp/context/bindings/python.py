@@ -7,9 +7,9 @@ that function's loops, raises UnboundLocalError (`logger = logger(msg)`, `exc_ty
 exc_type(exc_value)`, `while logger:` over a body that binds it). A binding comes before a read when its statement
 starts earlier, or it is the read's own statement's and not what a simple assignment assigns (a walrus, `with ...
 as`); a local's annotation, or a function's under `from __future__ import annotations`, never runs, so only
-counts where nothing binds the name. A read in a `try` body that a handler of `NameError` follows is expected to fail (`try: unicode` / `except
-NameError: unicode = str`) and is not one. `unbound_reads` finds them in a span of a module: the text a suggestion
-puts there.
+counts where nothing binds the name. A read in a `try` body that a handler of `NameError` follows is expected to
+fail (`try: unicode` / `except NameError: unicode = str`) and is not one. `unbound_reads` finds them in a span of a
+module: the text a suggestion puts there.
 
 Nothing is known (no names) where the module does not parse, or where its names may not all be in the text: a star
 import, `exec` with no namespace of its own, `globals()` or `vars()`, `__builtins__`, a write to the `builtins` module
