@@ -60,6 +60,8 @@ ANSWERS = [
     # selection fills (SEL_SOURCE): one that runs on into a new method, one that leaves a bracket open
     ["sx_get(self):\n        ", "\n        return 2\n    def"],
     ["sx_put(self):\n        ", "\n        return [3"],
+    # a selection fill in SEL_SOURCE with lone \r line breaks
+    ["sx_get(self):\r        ", "return 2"],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -366,6 +368,23 @@ async def test_a_selection_fill_ends_where_it_leaves_the_selections_block(client
     (text_edit,) = edit.document_changes[0].edits
     assert text_edit.new_text == "return 2"
     after = _apply(SEL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
+    assert lsp_lines(after)[2] == "        return 2" and lsp_lines(after)[4] == "    def sx_put(self):"
+
+
+async def test_a_selection_fill_in_a_file_with_lone_carriage_returns_is_judged_and_applied(client):
+    """An old Mac file (lone `\r`, a line break to LSP): the server hands the fill's checks (`selection.refusal`,
+    which reads `\n` line breaks) the document with `\n` for each (`newline_text`), and the fill lands over the
+    right range of the `\r` file."""
+    uri = "file:///tmp/dg_lsp_e2e_edits/sel_lone_cr.py"
+    source = SEL_SOURCE.replace("\n", "\r")
+    _open(client, uri, source)
+    client.edits.clear()
+    result = await _fill(client, uri, 2, 8, 16)
+    assert result["applied"] is True, result
+    (edit,) = client.edits
+    (text_edit,) = edit.document_changes[0].edits
+    assert text_edit.new_text == "return 2"
+    after = _apply(source, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
     assert lsp_lines(after)[2] == "        return 2" and lsp_lines(after)[4] == "    def sx_put(self):"
 
 
