@@ -68,7 +68,6 @@ def test_a_binding_anywhere_in_the_module_counts():
     assert claims("self.extra", CLASS + "\nhasattr(Queue([]), 'extra')\n") == []
 
 
-
 def test_a_class_binds_for_its_family_not_for_other_classes():
     # a subclass's binding counts (a base class's method may read what its subclass sets); an unrelated class's not
     assert claims("self.extra", CLASS + "\nclass Sub(Queue):\n    def f(self):\n        self.extra = 1\n") == []
@@ -113,7 +112,6 @@ def test_builtin_bases_give_their_attributes_and_in_file_bases_are_followed():
     CLASS + "\nfrom elsewhere import *\n",
     CLASS + "\nMade = type('Made', (Queue, Other), {})\n",  # a class made at run time
     CLASS + "\nclass Queue:\n    pass\n",  # defined twice
-
     CLASS.replace("def copy(self):", "def copy(self):\n        self = other"),  # the instance rebound
     CLASS.replace("def size(self):\n        return len(self._items)", "def size(self):\n        return self.count"),
 ])
