@@ -356,27 +356,14 @@ async def _fill(client, uri: str, line: int, start: int, end: int):
         command="dgLsp.fillSelection", arguments=[{"uri": uri, "range": rng}]))
 
 
-async def test_a_selection_fill_ends_where_it_leaves_the_selections_block(client):
+@pytest.mark.parametrize("line_break", ["\n", "\r"])
+async def test_a_selection_fill_ends_where_it_leaves_the_selections_block(client, line_break):
     """The fill of one selected statement ran on into a new method (`def` at the class's depth, left open), and the
-    editor applied it over the user's code: it now ends before that line."""
-    uri = "file:///tmp/dg_lsp_e2e_edits/sel_block.py"
-    _open(client, uri, SEL_SOURCE)
-    client.edits.clear()
-    result = await _fill(client, uri, 2, 8, 16)
-    assert result["applied"] is True, result
-    (edit,) = client.edits
-    (text_edit,) = edit.document_changes[0].edits
-    assert text_edit.new_text == "return 2"
-    after = _apply(SEL_SOURCE, types.InlineCompletionItem(insert_text=text_edit.new_text, range=text_edit.range))
-    assert lsp_lines(after)[2] == "        return 2" and lsp_lines(after)[4] == "    def sx_put(self):"
-
-
-async def test_a_selection_fill_in_a_file_with_lone_carriage_returns_is_judged_and_applied(client):
-    """An old Mac file (lone `\r`, a line break to LSP): the server hands the fill's checks (`selection.refusal`,
-    which reads `\n` line breaks) the document with `\n` for each (`newline_text`), and the fill lands over the
-    right range of the `\r` file."""
-    uri = "file:///tmp/dg_lsp_e2e_edits/sel_lone_cr.py"
-    source = SEL_SOURCE.replace("\n", "\r")
+    editor applied it over the user's code: it now ends before that line. In an old Mac file (lone `\r`, a line break
+    to LSP) too: the server hands the fill's checks (`selection.refusal`, which reads `\n` line breaks) the document
+    with `\n` for each (`newline_text`), and the fill lands over the right range of the `\r` file."""
+    uri = f"file:///tmp/dg_lsp_e2e_edits/sel_block_{ord(line_break)}.py"
+    source = SEL_SOURCE.replace("\n", line_break)
     _open(client, uri, source)
     client.edits.clear()
     result = await _fill(client, uri, 2, 8, 16)

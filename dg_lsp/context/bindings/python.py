@@ -265,10 +265,17 @@ class _Walk:
             self.loop = saved
 
 
-def _position(source: str, offset: int) -> tuple[int, int]:
+def position(source: str, offset: int) -> tuple[int, int]:
     """(1-based line, UTF-8 byte column) of a character offset, as `ast` numbers positions."""
     line_start = source.rfind("\n", 0, offset) + 1
     return source.count("\n", 0, offset) + 1, len(source[line_start:offset].encode("utf-8"))
+
+
+def node_offset(lines: list[str], node: ast.AST) -> int:
+    """The character offset of `node`'s start in the source split into `lines` (its `ast` position: a 1-based line,
+    a UTF-8 byte column)."""
+    column = len(lines[node.lineno - 1].encode("utf-8")[:node.col_offset].decode("utf-8", errors="replace"))
+    return sum(len(x) + 1 for x in lines[:node.lineno - 1]) + column
 
 
 def parse(source: str) -> ast.Module | None:
@@ -291,7 +298,7 @@ def unbound_reads(source: str, start: int, end: int, tree: ast.Module | None = N
     tree = tree or parse(source)
     if tree is None:
         return []
-    walk = _Walk(_position(source, start), _position(source, end))
+    walk = _Walk(position(source, start), position(source, end))
     walk.lazy_annotations = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
                                 and any(a.name == "annotations" for a in node.names) for node in tree.body)
     try:
@@ -310,7 +317,5 @@ def unbound_reads(source: str, start: int, end: int, tree: ast.Module | None = N
             pass  # read before anything binds it: UnboundLocalError
         elif node.id in known or scope.sees(node.id):
             continue
-        line = lines[node.lineno - 1]
-        column = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", errors="replace"))
-        out.append((node.id, sum(len(x) + 1 for x in lines[:node.lineno - 1]) + column))
+        out.append((node.id, node_offset(lines, node)))
     return sorted(out, key=lambda read: read[1])

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from .python import TRIES, catches, parse
+from .python import TRIES, catches, node_offset, parse, position
 
 # class decorators that add no attribute the class body does not show (`register`: an ABC's, which returns the class)
 _DECORATORS = frozenset({"dataclass", "total_ordering", "final", "register"})
@@ -275,12 +275,6 @@ class _Facts:
         self.guarded = saved
 
 
-def _position(source: str, offset: int) -> tuple[int, int]:
-    """(1-based line, UTF-8 byte column) of a character offset, as `ast` numbers positions."""
-    line_start = source.rfind("\n", 0, offset) + 1
-    return source.count("\n", 0, offset) + 1, len(source[line_start:offset].encode("utf-8"))
-
-
 def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | None = None) -> list[tuple[str, int]]:
     """("self.name", character offset of the read's start) of each attribute read in `source[start:end]` (or that
     starts before it and ends in it) on a method's `self` that nothing binds, in source order; [] where nothing is
@@ -291,7 +285,7 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
     tree = tree or parse(source)
     if tree is None:
         return []
-    first, last = _position(source, start), _position(source, end)
+    first, last = position(source, start), position(source, end)
     # a read in the span is in a method, so in a class inside a top-level statement the span overlaps: where there is
     # none (a module-level function's line), nothing more is read
     overlapped = [top for top in tree.body if top.lineno <= last[0] and first[0] <= top.end_lineno]
@@ -334,10 +328,7 @@ def unbound_attributes(source: str, start: int, end: int, tree: ast.Module | Non
         # mixin, a base class a subclass in another module completes): nothing is claimed in it
         if len(inside) < len(reads):
             continue
-        for owner, node in inside:
-            line = lines[node.lineno - 1]
-            column = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", errors="replace"))
-            out.append((f"{owner}.{node.attr}", sum(len(x) + 1 for x in lines[:node.lineno - 1]) + column))
+        out += [(f"{owner}.{node.attr}", node_offset(lines, node)) for owner, node in inside]
     return sorted(out, key=lambda read: read[1])
 
 
