@@ -5,6 +5,9 @@ does not see (a name declared twice, an undeclared name, a type error).
 - `tsc`: the TypeScript compiler's syntax diagnostics and the binder's early errors (redeclared block-scoped names,
   a `const` without a value, reserved words as names), one program over all the files, `noResolve`; the compiler is
   `editors/vscode/node_modules/typescript` (`npm ci` there) or `$DG_LSP_TYPESCRIPT`;
+- `tsc-names`: the TypeScript compiler's "Cannot find name" (an undeclared name: a ReferenceError when the line
+  runs), against its ES and DOM libraries and Node's types, each file a module of its own, JavaScript checked as
+  JavaScript; what is new is counted by name against the document without the answer;
 - `gcc`: `gcc -fsyntax-only` (`g++` for C++), with the source file's folder and its `../include` on the include
   path;
 - `javac`: `javac` on the file alone, against the classes of every source under its package root (the folder its
@@ -28,7 +31,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   check. What is new is counted as for `pyflakes`.
 
 `new_errors(triples, checker)` takes (document, document with the answer applied, the source file) triples and gives,
-per triple, the errors of the applied one where the document passed, and None where it did not (not judged).
+per triple, the errors of the applied one where the document passed, and None where it did not (not judged); for
+`tsc`, `tsc-names`, `pyflakes` and `mypy` the errors it adds, always judged.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "gcc", "javac", "go", "cargo", "pyflakes", "mypy")
+CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "pyflakes", "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -72,6 +76,28 @@ for (const f of files) {
 }
 """
 
+# TypeScript's "cannot find name" diagnostics (2304 and its variants that suggest a name, a member, a `this.`, a
+# test runner's or Node's types), with the name each reads: an undeclared name, against the ES and DOM libraries and
+# Node's types (`@types/node` beside the compiler), each file a module of its own; imports bind their names whether or
+# not their module resolves
+_TSC_NAMES_SCRIPT = r"""
+const ts = require(process.argv[1]);
+const NAMES = new Set([2304, 2552, 2662, 2663, 2580, 2581, 2582, 2591, 2592, 2593, 18004]);
+const files = process.argv.slice(2);
+const program = ts.createProgram(files, {lib: ["lib.esnext.full.d.ts"], types: ["node"],
+  typeRoots: [require("path").join(process.argv[1], "..", "@types")], target: ts.ScriptTarget.ESNext,
+  allowJs: true, checkJs: true, strict: false, module: ts.ModuleKind.ESNext, skipLibCheck: true,
+  moduleDetection: ts.ModuleDetectionKind.Force});
+for (const f of files) {
+  const sf = program.getSourceFile(f);
+  const found = program.getSemanticDiagnostics(sf).filter(d => NAMES.has(d.code)).map(d => {
+    const m = /'([^']+)'/.exec(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+    return "cannot find name " + (m ? m[1] : "?");
+  });
+  console.log(JSON.stringify(found));
+}
+"""
+
 
 def typescript_module() -> Path | None:
     here = Path(os.environ.get("DG_LSP_TYPESCRIPT") or
@@ -81,9 +107,9 @@ def typescript_module() -> Path | None:
 
 def available(checker: str) -> str | None:
     """None where `checker` can run here, else why not."""
-    if checker in ("node", "tsc") and shutil.which("node") is None:
+    if checker in ("node", "tsc", "tsc-names") and shutil.which("node") is None:
         return "node is not on PATH"
-    if checker == "tsc" and typescript_module() is None:
+    if checker in ("tsc", "tsc-names") and typescript_module() is None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
@@ -214,6 +240,14 @@ def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+def _tsc_names(texts: list[str], sources: list[str], folder: str) -> list[list[str]]:
+    paths = [_write(folder, f"check{i}{'.ts' if source.endswith(('.ts', '.tsx', '.mts', '.cts')) else '.js'}", text)
+             for i, (text, source) in enumerate(zip(texts, sources))]
+    done = subprocess.run(["node", "-e", _TSC_NAMES_SCRIPT, str(typescript_module())] + paths, capture_output=True,
+                          text=True, timeout=1200)
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
 def _pyflakes_errors(text: str) -> list[str] | None:
     """pyflakes' errors in `text` as "Kind name" strings; None where it does not parse."""
     import ast
@@ -255,11 +289,16 @@ def _added(before: list, after: list) -> list[str]:
 
 def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[str] | None]:
     """Per (document, applied, source file): the checker's errors on the applied document where it passes the
-    document, else None (not judged). For `tsc` and `pyflakes`, the errors the document did not have."""
+    document, else None (not judged). For `tsc`, `tsc-names`, `pyflakes` and `mypy`, the errors the document did
+    not have."""
     with tempfile.TemporaryDirectory(prefix="dg-lsp-check-") as folder:
         if checker == "tsc":
             codes = _tsc_errors([t for doc, applied, _ in triples for t in (doc, applied)], folder)
             return [_added(codes[2 * k], codes[2 * k + 1]) for k in range(len(triples))]
+        if checker == "tsc-names":
+            found = _tsc_names([t for doc, applied, _ in triples for t in (doc, applied)],
+                               [source for _, _, source in triples for _ in (0, 1)], folder)
+            return [_added(found[2 * k], found[2 * k + 1]) for k in range(len(triples))]
         if checker in ("pyflakes", "mypy"):
             def python_errors(text: str) -> list[str] | None:
                 return _pyflakes_errors(text) if checker == "pyflakes" else _mypy_errors(text, folder)
