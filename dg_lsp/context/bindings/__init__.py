@@ -9,6 +9,9 @@ module a language:
 - `rust`: Rust's `self` outside a method, and a value left as the last expression of a function that returns
   nothing (and the names Rust's patterns bind, for the selection rules);
 - `walk`: what they share.
+Beside them, read on a whole document rather than a window (`completion/unbound.py`): `python` and
+`python_attributes`, Python's names and `self` attributes read where nothing binds them, and `script_names`,
+JavaScript's and TypeScript's.
 `early_errors` finds them in a text, so that the syntax gate can refuse a suggestion that adds one
 (`gate_structure.structure_judge`).
 """

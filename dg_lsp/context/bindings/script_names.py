@@ -1,0 +1,266 @@
+"""JavaScript's and TypeScript's names read where nothing binds them (a ReferenceError when the line runs; the
+TypeScript compiler's "Cannot find name"), read from the whole file's tree-sitter tree by the language's scope
+rules: a `var` and a function declaration are seen in the whole function around them, before or after, a `let`,
+`const`, `class`, `enum` or namespace in their block, a parameter in its function, a named function or class
+expression's name in itself, a `catch` parameter in its clause, an import and a name assigned without a
+declaration (a sloppy global) in the whole file. The global names of the usual environments (the browser, workers,
+Node, the test runners; `script_globals.txt`) are never claimed. A `let` read before its line (the temporal dead
+zone) counts as bound. `unbound_script_reads` finds them in a span of a file: the text a suggestion puts there.
+
+Not read: TypeScript's types (a type annotation, a type's arguments, an interface, a `declare`), JSX's element and
+attribute names, the operand of `typeof` (which reads an undeclared name without an error), import and export
+specifiers. Nothing is known (no names) where the file does not parse clean, has a `with` statement or calls
+`eval` (both can bind names no statement shows), or reads a name nothing binds outside the span: its environment
+has globals the list does not know (a bundler's `__DEV__`, Deno's `Deno`), or a `/* global */` comment, and a name
+made up in the span may be one of them."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from tree_sitter import Node
+
+from dg_lsp.context.bindings.script import LANGUAGES
+from dg_lsp.context.syntax import parsed
+
+__all__ = ["LANGUAGES", "unbound_script_reads"]
+
+# where a `var` (and a function declaration) is seen: the function around it
+_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                        "generator_function_declaration", "generator_function", "method_definition",
+                        "class_static_block", "program"})
+# where a `let`, `const` or `class` is seen: the block around it
+_BLOCKS = _FUNCTIONS | {"statement_block", "switch_body", "for_statement", "for_in_statement", "catch_clause",
+                        "internal_module", "module"}
+_NAMED_EXPRESSIONS = frozenset({"function_expression", "function", "generator_function", "class"})
+_BLOCK_DECLARATIONS = frozenset({"class_declaration", "abstract_class_declaration", "enum_declaration",
+                                 "internal_module", "module", "interface_declaration", "type_alias_declaration"})
+_HOISTED = frozenset({"function_declaration", "generator_function_declaration", "function_signature"})
+# subtrees no value is read in: types, TypeScript's declarations without code, an enum's body (its members are in
+# scope there), imports and exports' specifiers
+_NOT_READ = frozenset({
+    "type_annotation", "type_arguments", "type_parameters", "type_alias_declaration", "interface_declaration",
+    "implements_clause", "extends_type_clause", "type_predicate_annotation", "asserts_annotation", "type_query",
+    "ambient_declaration", "enum_body", "function_signature", "method_signature", "abstract_method_signature",
+    "call_signature", "construct_signature", "property_signature", "index_signature", "import_statement",
+    "import_specifier", "export_specifier", "namespace_export", "import_alias", "opting_type_annotation",
+    "omitting_type_annotation", "adding_type_annotation", "jsx_namespace_name", "nested_identifier"})
+_JSX_ELEMENTS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
+_READ = frozenset({"identifier", "shorthand_property_identifier"})
+_PROGRAM = frozenset({"program"})
+# never claimed: names every function has, and keywords tree-sitter reads as names (`await (0, f)(path)` is a call
+# of `await` to JavaScript's grammar)
+_ALWAYS = frozenset({"arguments", "undefined", "globalThis", "this", "super", "await", "yield", "async", "let",
+                     "static", "of", "get", "set", "new", "target", "meta",
+                     # globals of runtimes the list has not: old Internet Explorer's, VS Code's webviews', SystemJS's,
+                     # Deno's, Bun's, Vercel's edge functions'
+                     "XDomainRequest", "ActiveXObject", "acquireVsCodeApi", "System", "Deno", "Bun", "EdgeRuntime"})
+
+
+@functools.cache
+def _globals() -> frozenset[str]:
+    text = resources.files("dg_lsp.context.bindings").joinpath("script_globals.txt").read_text(encoding="utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#")) | _ALWAYS
+
+
+def _pattern(node: Node | None) -> list[Node]:
+    """The name nodes a binding pattern binds: not a property's key, a default value or a type annotation."""
+    if node is None:
+        return []
+    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
+        return [node]
+    if node.type in ("assignment_pattern", "object_assignment_pattern"):
+        return _pattern(node.child_by_field_name("left"))
+    if node.type == "pair_pattern":
+        return _pattern(node.child_by_field_name("value"))
+    if node.type in ("required_parameter", "optional_parameter"):
+        return _pattern(node.child_by_field_name("pattern"))
+    if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters", "array", "object",
+                     "spread_element", "parenthesized_expression"):
+        return [name for child in node.named_children for name in _pattern(child)]
+    return []
+
+
+def _around(node: Node, kinds: frozenset[str]) -> Node:
+    """The nearest node above `node` of one of `kinds` (the root where there is none)."""
+    up = node.parent
+    while up is not None and up.type not in kinds:
+        node, up = up, up.parent
+    return up if up is not None else node
+
+
+def _bindings(node: Node) -> list[tuple[Node, Node]]:
+    """(name node, the node it is seen in) of each name `node` binds by itself."""
+    kind = node.type
+    out: list[tuple[Node, Node]] = []
+    if kind == "variable_declarator":
+        scope = _FUNCTIONS if node.parent is not None and node.parent.type == "variable_declaration" else _BLOCKS
+        out += [(name, _around(node, scope)) for name in _pattern(node.child_by_field_name("name"))]
+    elif kind == "for_in_statement":
+        left = node.child_by_field_name("left")
+        declaration = node.child_by_field_name("kind")
+        if declaration is not None:  # else `for (x of xs)`: an assignment
+            out += [(name, node if declaration.type != "var" else _around(node, _FUNCTIONS)) for name in _pattern(left)]
+    elif kind in ("catch_clause",):
+        out += [(name, node) for name in _pattern(node.child_by_field_name("parameter"))]
+    elif kind in ("import_clause", "import_require_clause", "import_alias"):
+        root, stack = _around(node, _PROGRAM), [node]
+        while stack:  # every name in an import binds (an alias's first name too: binding more claims less)
+            below = stack.pop()
+            if below.type == "identifier":
+                out.append((below, root))
+            stack.extend(below.named_children)
+    name = node.child_by_field_name("name") if kind in _HOISTED or kind in _BLOCK_DECLARATIONS \
+        or kind in _NAMED_EXPRESSIONS else None
+    if name is not None:
+        if name.type == "nested_identifier":  # `namespace a.b`: a
+            name = name.named_children[0] if name.named_children else name
+        if kind in _NAMED_EXPRESSIONS:
+            out.append((name, node))
+        else:
+            out.append((name, _around(node, _FUNCTIONS if kind in _HOISTED else _BLOCKS)))
+    if kind in _FUNCTIONS and kind != "program":
+        params = node.child_by_field_name("parameters") or node.child_by_field_name("parameter")
+        out += [(name, node) for name in _pattern(params)]
+    return out
+
+
+def _assigned(node: Node) -> list[Node]:
+    """The names `node` assigns to without declaring them (`x = 1`, `[a, b] = pair`, `for (x of xs)`)."""
+    if node.type in ("assignment_expression", "augmented_assignment_expression"):
+        return _pattern(node.child_by_field_name("left"))
+    if node.type == "for_in_statement" and node.child_by_field_name("kind") is None:
+        return _pattern(node.child_by_field_name("left"))
+    return []
+
+
+def _typeof(node: Node) -> bool:
+    """Whether `node` is the operand of `typeof` (which reads an undeclared name without an error)."""
+    parent = node.parent
+    return parent is not None and parent.type == "unary_expression" \
+        and (operator := parent.child_by_field_name("operator")) is not None and operator.type == "typeof"
+
+
+def _not_read(node: Node) -> bool:
+    """Whether no value is read in `node`'s subtree: a type, a declaration without code, a specifier, JSX's names,
+    esbuild's `0 && (module.exports = {...})` (never run)."""
+    if node.type in _NOT_READ or node.type.endswith("_type"):
+        return True
+    parent = node.parent
+    if parent is not None and parent.type in _JSX_ELEMENTS and node == parent.child_by_field_name("name"):
+        return True  # `<Widget.Item ...>`: an element's name (its attributes' values are code)
+    if node.type == "binary_expression" and (left := node.child_by_field_name("left")) is not None \
+            and left.text in (b"0", b"false") and (op := node.child_by_field_name("operator")) is not None \
+            and op.type == "&&":
+        return True
+    return False
+
+
+def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list[int]], bool]:
+    """The file's bindings (name: the nodes each is seen in), its reads, the names `typeof` tests (name: where), and
+    whether it has a `with` statement or an `eval` call."""
+    seen: dict[str, list[Node]] = {}
+    binding_at: set[int] = set()
+    assigned: list[Node] = []
+    tested: dict[str, list[int]] = {}
+    reads: list[Node] = []
+    unseen = False
+    stack = [(root, False)]
+    while stack:
+        node, skipped = stack.pop()
+        kind = node.type
+        skipped = skipped or _not_read(node)
+        if kind == "with_statement" or (kind == "call_expression" and (f := node.child_by_field_name("function"))
+                                        is not None and f.type == "identifier" and f.text == b"eval"):
+            unseen = True
+        for name, scope in _bindings(node):
+            seen.setdefault(name.text.decode("utf-8", "replace"), []).append(scope)
+            binding_at.add(name.start_byte)
+        for name in _assigned(node):
+            assigned.append(name)
+            binding_at.add(name.start_byte)
+        if kind in _READ and not skipped and node.start_byte not in binding_at:
+            if _typeof(node):
+                tested.setdefault(node.text.decode("utf-8", "replace"), []).append(node.start_byte)
+            else:
+                reads.append(node)
+        stack.extend((child, skipped) for child in reversed(node.children))
+    # a name assigned where no declaration of it is seen is a sloppy script's global: seen everywhere
+    for name in assigned:
+        word = name.text.decode("utf-8", "replace")
+        if not _bound(name, seen.get(word, [])):
+            seen.setdefault(word, []).append(root)
+    return seen, [r for r in reads if r.start_byte not in binding_at], tested, unseen
+
+
+def _bound(read: Node, scopes: list[Node]) -> bool:
+    return any(s.start_byte <= read.start_byte and read.end_byte <= s.end_byte for s in scopes)
+
+
+def _unbound(source: str, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
+    """The file's root and its reads that nothing binds, in source order; None where nothing is known. A name that
+    `typeof` tests outside the `span` (bytes) counts as bound: the code expects that it may be missing (tslib's
+    `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
+    if language not in LANGUAGES:
+        return None
+    root = parsed(source, language).root_node
+    if root.has_error:
+        return None
+    seen, reads, tested, unseen = _walk(root)
+    if unseen:
+        return None
+    known = _globals()
+    out = []
+    for read in reads:
+        name = read.text.decode("utf-8", "replace")
+        # a bundler's or runtime's own names (`__webpack_require__`, `__DEV__`) are never claimed
+        if name not in known and not (name.startswith("__") and name.endswith("__")) \
+                and not any(not span[0] <= at < span[1] for at in tested.get(name, [])) \
+                and not _bound(read, seen.get(name, [])):
+            out.append(read)
+    return root, out
+
+
+def _offset(data: bytes, node: Node) -> int:
+    return len(data[:node.start_byte].decode("utf-8", "replace"))
+
+
+def script_unbound(source: str, language: str | None) -> list[tuple[str, int]] | None:
+    """(name, offset) of every read in `source` that nothing binds, with no guard; None where nothing is known (no
+    clean parse, a `with`, an `eval`). For comparing a document with and without a selection fill."""
+    found = _unbound(source, language)
+    if found is None:
+        return None
+    data = source.encode("utf-8")
+    return [(read.text.decode("utf-8", "replace"), _offset(data, read)) for read in found[1]]
+
+
+def unbound_script_reads(source: str, start: int, end: int, language: str | None) -> list[tuple[str, int]]:
+    """(name, offset in `source`) of each name `source[start:end]` reads (or finishes: a read that starts before
+    `start`) where nothing binds it, in source order; [] outside JavaScript and TypeScript, or where nothing is
+    known (the module's docstring).
+
+    The reads outside the span that nothing binds decide what is known. Those after the span in the function
+    around it are names the code there is waiting for (a statement deleted and being written again: `messages`
+    read below a deleted `const messages = ...`), and do not stop the reading; any other stops it. A name read
+    unbound outside the span too is never claimed: the environment may have it."""
+    start_b, end_b = len(source[:start].encode("utf-8")), len(source[:end].encode("utf-8"))
+    if start >= end or (found := _unbound(source, language, (start_b, end_b))) is None:
+        return []
+    root, reads = found
+    data = source.encode("utf-8")
+    function = root.descendant_for_byte_range(start_b, max(start_b, end_b - 1))
+    function = function if function is not None and function.type in _FUNCTIONS else _around(function or root,
+                                                                                               _FUNCTIONS)
+    inside, elsewhere = [], set()
+    for read in reads:
+        name = read.text.decode("utf-8", "replace")
+        if read.start_byte < end_b and read.end_byte > start_b:
+            inside.append((name, _offset(data, read)))
+            continue
+        waiting = function.type != "program" and read.start_byte >= end_b and read.end_byte <= function.end_byte
+        if not waiting:
+            return []
+        elsewhere.add(name)
+    return [(name, offset) for name, offset in inside if name not in elsewhere]
