@@ -4,7 +4,7 @@ answer is applied by the editor over the user's code, not shown for the user to 
 `refusal` says why a fill is no fill, or None: the file would no longer compile (Python) or parse clean (the other
 languages with a grammar), the fill is only comments where code was selected, it leaves unbound a name that the
 selected code bound and the code after it reads, it reads a name nothing binds or leaves one unbound that the code
-around it reads (Python), the selected code ended in a `return` or `throw` and the fill
+around it reads (Python, JavaScript, TypeScript), the selected code ended in a `return` or `throw` and the fill
 does not, or (Rust) the selected code ended in the value a function returns and the fill ends in a statement."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""A suggestion that reads a name nothing binds (Python): `self.rfc2109 = r` written where no `r` is, a helper the
-model made up (`node_concat(head, values)`), a method called without its `self.`. Run, the line raises NameError.
-A function's own name read before anything binds it (`logger = logger(msg)`) counts too, and an attribute read on a
-method's `self` that nothing binds (`return self._copy()` in a class with no `_copy`: an AttributeError). The names
-are read on the whole document with the suggestion applied (`context.bindings.python.unbound_reads`,
-`context.bindings.python_attributes.unbound_attributes`).
+"""A suggestion that reads a name nothing binds (Python, JavaScript, TypeScript): `self.rfc2109 = r` written where
+no `r` is, a helper the model made up (`node_concat(head, values)`), a method called without its `self.`. Run, the
+line raises NameError (JavaScript: ReferenceError; TypeScript's compiler: "Cannot find name"). In Python a function's
+own name read before anything binds it (`logger = logger(msg)`) counts too, and an attribute read on a method's
+`self` that nothing binds (`return self._copy()` in a class with no `_copy`: an AttributeError). The names are read
+on the whole document with the suggestion applied (`context.bindings.python.unbound_reads`,
+`context.bindings.python_attributes.unbound_attributes`, `context.bindings.script_names.unbound_script_reads`).
 
 An inline suggestion keeps its whole lines before the first line that reads one, where those lines are clean by
 themselves (the syntax gate leaves them whole), else it is not shown; a selection fill that reads one, or after
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from dg_lsp.context.bindings.python import parse, unbound_reads
 from dg_lsp.context.bindings.python_attributes import unbound_attributes
+from dg_lsp.context.bindings.script_names import LANGUAGES, script_unbound, unbound_script_reads
 from dg_lsp.context.windows import cursor_offset
 
 
@@ -37,12 +39,15 @@ def _unbound(source: str, start: int, end: int) -> list[tuple[str, int]]:
 def unbound_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
                   language: str | None) -> list[tuple[str, int]]:
     """(name, offset in `text`) of each name `text`, put over [start, end) of `document` ((line, column) positions),
-    reads (or finishes) where nothing binds it; [] outside Python, or where nothing is known."""
-    if language != "python" or not text.strip():
+    reads (or finishes) where nothing binds it; [] outside Python, JavaScript and TypeScript, or where nothing is
+    known."""
+    if (language != "python" and language not in LANGUAGES) or not text.strip():
         return []
     at, _, applied = _applied(document, start, end, text)
+    reads = _unbound(applied, at, at + len(text)) if language == "python" else \
+        unbound_script_reads(applied, at, at + len(text), language)
     # a name typed before the cursor and finished by `text` starts before it: at 0
-    return [(name, max(0, offset - at)) for name, offset in _unbound(applied, at, at + len(text))]
+    return [(name, max(0, offset - at)) for name, offset in reads]
 
 
 def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
@@ -51,7 +56,10 @@ def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text
     binds them, once each; where there are none, the names the code around it reads unbound more often than without
     it (jinja2's `url_quote`: `rv = quote_from_bytes(obj, safe)` selected and replaced, so `rv = rv.replace(...)`
     below reads `rv` before anything binds it). The document with the fill is read once, the document without it
-    only where the code around the fill reads a name unbound. ([], []) outside Python, or where nothing is known."""
+    only where the code around the fill reads a name unbound. ([], []) outside Python, JavaScript and TypeScript, or
+    where nothing is known."""
+    if language in LANGUAGES:
+        return _script_fill_names(document, start, end, text, language)
     if language != "python":
         return [], []
     at, to, applied = _applied(document, start, end, text)
@@ -69,6 +77,25 @@ def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text
         return [], []
     before = Counter(name for name, offset in _unbound(document, 0, len(document)) if not at <= offset < to)
     return [], sorted(after - before)
+
+
+def _script_fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+                       language: str) -> tuple[list[str], list[str]]:
+    """`fill_names` in JavaScript and TypeScript: the names the fill reads unbound (`unbound_script_reads`), else
+    those the code around it reads unbound more often than without it (the fill dropped a declaration they need)."""
+    at, to, applied = _applied(document, start, end, text)
+    inside = unbound_script_reads(applied, at, at + len(text), language)
+    if inside:
+        return list(dict.fromkeys(name for name, _ in inside)), []
+    after = script_unbound(applied, language)
+    if not after:
+        return [], []
+    # the fill's own reads are judged above (or not known): only the code around it counts here
+    around = Counter(name for name, offset in after if not at <= offset < at + len(text))
+    before = script_unbound(document, language)
+    if not around or before is None:
+        return [], []
+    return [], sorted(around - Counter(name for name, offset in before if not at <= offset < to))
 
 
 def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,

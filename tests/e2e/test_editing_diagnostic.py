@@ -68,6 +68,8 @@ CASES = {
     # Python declares by assigning: the text reads a name nothing binds instead
     "pyflakes": ("mod.py", "def f(xs):\n    total = xs\n    total += 1\n    return total\n", "python", 2,
                  "total += missing"),
+    # an undeclared name, which TypeScript's compiler reports in JavaScript too ("Cannot find name")
+    "tsc-names": ("mod.js", JS, "javascript", 4, "total += missing;"),
     "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
              "python", 3, "total += self.missing"),
 }
@@ -78,7 +80,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     """`--check-with`: a name declared twice parses clean, and Node, gcc, javac and go refuse it (go: in a GOPATH, the
     `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
     dev-dependency is nowhere: checking its library does not need it), a name nothing binds, which pyflakes
-    reports, and an attribute the class does not have, which mypy reports."""
+    reports (and TypeScript's compiler, in JavaScript: `tsc-names`), and an attribute the class does not have, which
+    mypy reports."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):

@@ -57,6 +57,9 @@ ANSWERS = [
     # names nothing binds: a helper the model made up, on the only line and on a second line
     ["    ub1 = ", "node_concat(a)"],
     ["    uc1 = a", "\n    uc2 = uc1 + 1\n    return uc_helper(uc2)"],
+    # the same in JavaScript
+    ["  const uj1 = ", "nodeConcat(a);"],
+    ["  const uk1 = a;", "\n  const uk2 = uk1 + 1;\n  return ukHelper(uk2);"],
     # selection fills (SEL_SOURCE): one that runs on into a new method, one that leaves a bracket open
     ["sx_get(self):\n        ", "\n        return 2\n    def"],
     ["sx_put(self):\n        ", "\n        return [3"],
@@ -83,6 +86,8 @@ RULES = {
     "repeats_below": ("def rb(x):\n    rb = 0\n    \n    return rb\n", 2, 4),
     "unbound": ("def ub(a):\n    ub1 = \n    return ub1\n", 1, 10),
     "unbound_later": ("def uc(a):\n    uc1 = a\n", 1, 11),
+    "unbound_js": ("function uj(a) {\n  const uj1 = \n  return uj1;\n}\n", 1, 14),
+    "unbound_later_js": ("function uk(a) {\n  const uk1 = a;\n}\n", 1, 16),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 SEL_SOURCE = "class Sx:\n    def sx_get(self):\n        return 1\n\n    def sx_put(self):\n        return 3\n"
@@ -117,9 +122,9 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-def _open(client, uri: str, text: str = SOURCE) -> None:
+def _open(client, uri: str, text: str = SOURCE, language: str = "python") -> None:
     client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
 
 
 async def _items(client, uri: str, line: int, character: int, automatic: bool = False):
@@ -207,8 +212,9 @@ async def test_a_document_with_lone_carriage_returns_gets_the_same_edit(client, 
 async def _rule(client, name: str, automatic: bool = False) -> tuple[list, str]:
     """The items for RULES[name], and its document after the editor accepts the first (unchanged if none)."""
     text, line, column = RULES[name]
-    uri = f"file:///tmp/dg_lsp_e2e_edits/rule_{name}_{automatic}.py"
-    _open(client, uri, text)
+    language = "javascript" if name.endswith("_js") else "python"
+    uri = f"file:///tmp/dg_lsp_e2e_edits/rule_{name}_{automatic}.{'js' if language == 'javascript' else 'py'}"
+    _open(client, uri, text, language)
     items = await _items(client, uri, line, column, automatic)
     return items, (_apply(text, items[0]) if items else text)
 
@@ -331,6 +337,16 @@ async def test_a_suggestion_that_reads_a_name_nothing_binds_is_cut_before_that_l
     items, after = await _rule(client, "unbound_later", automatic)
     assert [i.insert_text for i in items] == ["\n    uc2 = uc1 + 1"]
     assert lsp_lines(after) == ["def uc(a):", "    uc1 = a", "    uc2 = uc1 + 1"]
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+async def test_a_javascript_suggestion_that_reads_a_name_nothing_declares_is_cut_before_that_line(client, automatic):
+    """JavaScript: run, the line would throw a ReferenceError (TypeScript's compiler: "Cannot find name")."""
+    items, after = await _rule(client, "unbound_js", automatic)
+    assert items == [] and after == RULES["unbound_js"][0]
+    items, after = await _rule(client, "unbound_later_js", automatic)
+    assert [i.insert_text for i in items] == ["\n  const uk2 = uk1 + 1;"]
+    assert lsp_lines(after) == ["function uk(a) {", "  const uk1 = a;", "  const uk2 = uk1 + 1;", "}"]
 
 
 async def test_a_selection_fill_is_applied_whole(client):

@@ -159,3 +159,23 @@ def test_a_fill_that_reads_or_leaves_an_attribute_nothing_binds_is_refused():
     assert refusal(source, start, end, "self.items = items", "python") \
         == "the code around it reads self._items, which it leaves unbound"
     assert refusal(source, start, end, "self._items = [*items]", "python") is None
+
+
+def test_a_script_fill_that_reads_or_leaves_a_name_nothing_declares_is_refused():
+    """JavaScript and TypeScript: zod's util.ts (session 39's rows), `Struct` made up; zod's fr.test.ts, where the
+    selected `const numberResult = ...` is replaced and the code below still reads it (another test declares its
+    own `numberResult`, so `dropped_names`, which reads only names declared nowhere else, does not see it)."""
+    source = ("export function clone(o: unknown) {\n  if (o instanceof Map) return new Map(o as any);\n"
+              "  return o;\n}\n")
+    start, end = (1, 2), (1, 48)
+    assert refusal(source, start, end, "if (o instanceof Struct) return new Struct(o);", "typescript") \
+        == "it reads Struct, which nothing has bound there"
+    assert refusal(source, start, end, "if (o instanceof Set) return new Set(o as any);", "typescript") is None
+    tests = ("test('a', () => {\n  const numberResult = check(1);\n  expect(numberResult).toBe(1);\n});\n"
+             "test('b', () => {\n  const numberResult = check(2);\n  expect(numberResult).toBe(2);\n});\n"
+             "function check(n) {\n  return n;\n}\n")
+    start, end = (1, 2), (1, 33)
+    assert refusal(tests, start, end, "const arrayResult = check([]);", "javascript") \
+        == "the code around it reads numberResult, which it leaves unbound"
+    assert refusal(tests, start, end, "const numberResult = check(3);", "javascript") is None
+    assert refusal(tests, start, end, "const arrayResult = check([]);", "javascript", names=False) is None

@@ -39,8 +39,17 @@ def test_the_names_are_read_with_the_suggestion_over_its_range():
     assert unbound_names(DOC, (4, 4), (4, 9), "x = b", "python") == [("b", 4)]
 
 
+def test_javascript_and_typescript_are_read_too():
+    doc = "function f(a) {\n  \n}\n"
+    assert unbound_names(doc, (1, 2), (1, 2), "nodeConcat(a);", "javascript") == [("nodeConcat", 0)]
+    assert unbound_names(doc, (1, 2), (1, 2), "console.log(a);", "javascript") == []
+    assert unbound_names(doc, (1, 2), (1, 2), "return a + b;", "typescript") == [("b", 11)]
+    assert without_unbound("const b = a;\n  return nodeConcat(b);", doc, (1, 2), (1, 2), "javascript",
+                           lambda kept: True) == "const b = a;"
+
+
 def test_other_languages_are_not_read():
-    assert unbound_names("function f() {\n  \n}\n", (1, 2), (1, 2), "nodeConcat(a);", "javascript") == []
+    assert unbound_names("func f() {\n  \n}\n", (1, 2), (1, 2), "nodeConcat(a)", "go") == []
 
 
 def test_the_name_check_setting_and_its_flag_turn_it_off():
