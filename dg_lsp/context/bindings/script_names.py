@@ -22,7 +22,7 @@ from importlib import resources
 from tree_sitter import Node
 
 from dg_lsp.context.bindings.script import LANGUAGES
-from dg_lsp.context.syntax import parsed
+from dg_lsp.context.languages import get_parser
 
 __all__ = ["LANGUAGES", "unbound_script_reads"]
 
@@ -48,7 +48,6 @@ _NOT_READ = frozenset({
     "omitting_type_annotation", "adding_type_annotation", "jsx_namespace_name", "nested_identifier"})
 _JSX_ELEMENTS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _READ = frozenset({"identifier", "shorthand_property_identifier"})
-_PROGRAM = frozenset({"program"})
 # never claimed: names every function has, and keywords tree-sitter reads as names (`await (0, f)(path)` is a call
 # of `await` to JavaScript's grammar)
 _ALWAYS = frozenset({"arguments", "undefined", "globalThis", "this", "super", "await", "yield", "async", "let",
@@ -82,75 +81,68 @@ def _pattern(node: Node | None) -> list[Node]:
     return []
 
 
-def _around(node: Node, kinds: frozenset[str]) -> Node:
-    """The nearest node above `node` of one of `kinds` (the root where there is none)."""
-    up = node.parent
-    while up is not None and up.type not in kinds:
-        node, up = up, up.parent
-    return up if up is not None else node
-
-
-def _bindings(node: Node) -> list[tuple[Node, Node]]:
-    """(name node, the node it is seen in) of each name `node` binds by itself."""
-    kind = node.type
+def _bindings(node: Node, kind: str, parent: str, function: Node, block: Node, root: Node) \
+        -> list[tuple[Node, Node]]:
+    """(name node, the node it is seen in) of each name `node` (of type `kind`, under a node of type `parent`)
+    binds by itself; `function` and `block` are the nearest function and block above it."""
     out: list[tuple[Node, Node]] = []
     if kind == "variable_declarator":
-        scope = _FUNCTIONS if node.parent is not None and node.parent.type == "variable_declaration" else _BLOCKS
-        out += [(name, _around(node, scope)) for name in _pattern(node.child_by_field_name("name"))]
+        scope = function if parent == "variable_declaration" else block
+        out += [(name, scope) for name in _pattern(node.child_by_field_name("name"))]
     elif kind == "for_in_statement":
-        left = node.child_by_field_name("left")
         declaration = node.child_by_field_name("kind")
         if declaration is not None:  # else `for (x of xs)`: an assignment
-            out += [(name, node if declaration.type != "var" else _around(node, _FUNCTIONS)) for name in _pattern(left)]
-    elif kind in ("catch_clause",):
+            scope = node if declaration.type != "var" else function
+            out += [(name, scope) for name in _pattern(node.child_by_field_name("left"))]
+    elif kind == "catch_clause":
         out += [(name, node) for name in _pattern(node.child_by_field_name("parameter"))]
     elif kind in ("import_clause", "import_require_clause", "import_alias"):
-        root, stack = _around(node, _PROGRAM), [node]
+        stack = [node]
         while stack:  # every name in an import binds (an alias's first name too: binding more claims less)
             below = stack.pop()
             if below.type == "identifier":
                 out.append((below, root))
             stack.extend(below.named_children)
-    name = node.child_by_field_name("name") if kind in _HOISTED or kind in _BLOCK_DECLARATIONS \
-        or kind in _NAMED_EXPRESSIONS else None
-    if name is not None:
-        if name.type == "nested_identifier":  # `namespace a.b`: a
-            name = name.named_children[0] if name.named_children else name
-        if kind in _NAMED_EXPRESSIONS:
-            out.append((name, node))
-        else:
-            out.append((name, _around(node, _FUNCTIONS if kind in _HOISTED else _BLOCKS)))
+    if kind in _HOISTED or kind in _BLOCK_DECLARATIONS or kind in _NAMED_EXPRESSIONS:
+        name = node.child_by_field_name("name")
+        if name is not None and name.type == "nested_identifier":  # `namespace a.b`: a
+            name = name.named_children[0] if name.named_children else None
+        if name is not None:
+            out.append((name, node if kind in _NAMED_EXPRESSIONS else function if kind in _HOISTED else block))
     if kind in _FUNCTIONS and kind != "program":
         params = node.child_by_field_name("parameters") or node.child_by_field_name("parameter")
         out += [(name, node) for name in _pattern(params)]
     return out
 
 
-def _assigned(node: Node) -> list[Node]:
+# the node types `_bindings` and `_assigned` read: no other binds a name by itself
+_BINDS = frozenset({"variable_declarator", "for_in_statement", "catch_clause", "import_clause",
+                    "import_require_clause", "import_alias"}) | _HOISTED | _BLOCK_DECLARATIONS | _NAMED_EXPRESSIONS \
+    | _FUNCTIONS
+_ASSIGNS = frozenset({"assignment_expression", "augmented_assignment_expression"})
+
+
+def _assigned(node: Node, kind: str) -> list[Node]:
     """The names `node` assigns to without declaring them (`x = 1`, `[a, b] = pair`, `for (x of xs)`)."""
-    if node.type in ("assignment_expression", "augmented_assignment_expression"):
-        return _pattern(node.child_by_field_name("left"))
-    if node.type == "for_in_statement" and node.child_by_field_name("kind") is None:
+    if kind in _ASSIGNS or (kind == "for_in_statement" and node.child_by_field_name("kind") is None):
         return _pattern(node.child_by_field_name("left"))
     return []
 
 
-def _typeof(node: Node) -> bool:
-    """Whether `node` is the operand of `typeof` (which reads an undeclared name without an error)."""
-    parent = node.parent
-    return parent is not None and parent.type == "unary_expression" \
+def _typeof(parent: Node) -> bool:
+    """Whether a name under `parent` is the operand of `typeof` (which reads an undeclared name without an error)."""
+    return parent.type == "unary_expression" \
         and (operator := parent.child_by_field_name("operator")) is not None and operator.type == "typeof"
 
 
-def _not_read(node: Node) -> bool:
+def _not_read(node: Node, kind: str, parent: Node | None) -> bool:
     """Whether no value is read in `node`'s subtree: a type, a declaration without code, a specifier, JSX's names,
     esbuild's `0 && (module.exports = {...})` (never run)."""
-    if node.type in _NOT_READ or node.type.endswith("_type"):
+    if kind in _NOT_READ or kind.endswith("_type"):
         return True
-    parent = node.parent
     if parent is not None and parent.type in _JSX_ELEMENTS and node == parent.child_by_field_name("name"):
         return True  # `<Widget.Item ...>`: an element's name (its attributes' values are code)
-    if node.type == "binary_expression" and (left := node.child_by_field_name("left")) is not None \
+    if kind == "binary_expression" and (left := node.child_by_field_name("left")) is not None \
             and left.text in (b"0", b"false") and (op := node.child_by_field_name("operator")) is not None \
             and op.type == "&&":
         return True
@@ -159,33 +151,39 @@ def _not_read(node: Node) -> bool:
 
 def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list[int]], bool]:
     """The file's bindings (name: the nodes each is seen in), its reads, the names `typeof` tests (name: where), and
-    whether it has a `with` statement or an `eval` call."""
+    whether it has a `with` statement or an `eval` call. One pass over the named nodes, each carrying its parent and
+    the nearest function and block above it (tree-sitter finds a node's parent from the root)."""
     seen: dict[str, list[Node]] = {}
     binding_at: set[int] = set()
     assigned: list[Node] = []
     tested: dict[str, list[int]] = {}
     reads: list[Node] = []
     unseen = False
-    stack = [(root, False)]
+    stack: list[tuple[Node, Node | None, bool, Node, Node]] = [(root, None, False, root, root)]
     while stack:
-        node, skipped = stack.pop()
+        node, parent, skipped, function, block = stack.pop()
         kind = node.type
-        skipped = skipped or _not_read(node)
+        skipped = skipped or _not_read(node, kind, parent)
         if kind == "with_statement" or (kind == "call_expression" and (f := node.child_by_field_name("function"))
                                         is not None and f.type == "identifier" and f.text == b"eval"):
             unseen = True
-        for name, scope in _bindings(node):
-            seen.setdefault(name.text.decode("utf-8", "replace"), []).append(scope)
-            binding_at.add(name.start_byte)
-        for name in _assigned(node):
-            assigned.append(name)
-            binding_at.add(name.start_byte)
+        if kind in _BINDS:
+            for name, scope in _bindings(node, kind, parent.type if parent is not None else "", function, block,
+                                         root):
+                seen.setdefault(name.text.decode("utf-8", "replace"), []).append(scope)
+                binding_at.add(name.start_byte)
+        if kind in _ASSIGNS or kind == "for_in_statement":
+            for name in _assigned(node, kind):
+                assigned.append(name)
+                binding_at.add(name.start_byte)
         if kind in _READ and not skipped and node.start_byte not in binding_at:
-            if _typeof(node):
+            if parent is not None and _typeof(parent):
                 tested.setdefault(node.text.decode("utf-8", "replace"), []).append(node.start_byte)
             else:
                 reads.append(node)
-        stack.extend((child, skipped) for child in reversed(node.children))
+        below_function = node if kind in _FUNCTIONS else function
+        below_block = node if kind in _BLOCKS else block
+        stack.extend((child, node, skipped, below_function, below_block) for child in reversed(node.named_children))
     # a name assigned where no declaration of it is seen is a sloppy script's global: seen everywhere
     for name in assigned:
         word = name.text.decode("utf-8", "replace")
@@ -204,7 +202,8 @@ def _unbound(source: str, language: str | None, span: tuple[int, int] = (0, 0)) 
     `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
     if language not in LANGUAGES:
         return None
-    root = parsed(source, language).root_node
+    # not through syntax.parsed's cache, which holds the gate's windows: whole documents would stay in it
+    root = get_parser(language).parse(source.encode("utf-8")).root_node
     if root.has_error:
         return None
     seen, reads, tested, unseen = _walk(root)
@@ -250,9 +249,9 @@ def unbound_script_reads(source: str, start: int, end: int, language: str | None
         return []
     root, reads = found
     data = source.encode("utf-8")
-    function = root.descendant_for_byte_range(start_b, max(start_b, end_b - 1))
-    function = function if function is not None and function.type in _FUNCTIONS else _around(function or root,
-                                                                                               _FUNCTIONS)
+    function = root.descendant_for_byte_range(start_b, max(start_b, end_b - 1)) or root
+    while function.type not in _FUNCTIONS and function.parent is not None:
+        function = function.parent
     inside, elsewhere = [], set()
     for read in reads:
         name = read.text.decode("utf-8", "replace")
