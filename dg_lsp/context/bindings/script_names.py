@@ -48,10 +48,9 @@ _NOT_READ = frozenset({
     "omitting_type_annotation", "adding_type_annotation", "jsx_namespace_name", "nested_identifier"})
 _JSX_ELEMENTS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _READ = frozenset({"identifier", "shorthand_property_identifier"})
-# never claimed: names every function has, and keywords tree-sitter reads as names (`await (0, f)(path)` is a call
-# of `await` to JavaScript's grammar)
-_ALWAYS = frozenset({"arguments", "undefined", "globalThis", "this", "super", "await", "yield", "async", "let",
-                     "static", "of", "get", "set", "new", "target", "meta",
+# never claimed: names every function has, and keywords tree-sitter reads as names in code that runs (`await (0,
+# f)(path)` is a call of `await` to JavaScript's grammar; `yield` and `let` are names in sloppy code)
+_ALWAYS = frozenset({"arguments", "undefined", "globalThis", "this", "super", "await", "yield", "let",
                      # globals of runtimes the list has not: old Internet Explorer's, VS Code's webviews', SystemJS's,
                      # Deno's, Bun's, Vercel's edge functions'
                      "XDomainRequest", "ActiveXObject", "acquireVsCodeApi", "System", "Deno", "Bun", "EdgeRuntime"})
@@ -150,13 +149,13 @@ def _not_read(node: Node, kind: str, parent: Node | None) -> bool:
 
 
 def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list[int]], bool]:
-    """The file's bindings (name: the nodes each is seen in), its reads, the names `typeof` tests (name: where), and
-    whether it has a `with` statement or an `eval` call. One pass over the named nodes, each carrying its parent and
+    """The file's bindings (name: the nodes each is seen in), its reads, the names `typeof` tests where nothing binds
+    them (name: where), and whether it has a `with` statement or an `eval` call. One pass over the named nodes, each carrying its parent and
     the nearest function and block above it (tree-sitter finds a node's parent from the root)."""
     seen: dict[str, list[Node]] = {}
     binding_at: set[int] = set()
     assigned: list[Node] = []
-    tested: dict[str, list[int]] = {}
+    tested: list[Node] = []
     reads: list[Node] = []
     unseen = False
     stack: list[tuple[Node, Node | None, bool, Node, Node]] = [(root, None, False, root, root)]
@@ -178,7 +177,7 @@ def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list
                 binding_at.add(name.start_byte)
         if kind in _READ and not skipped and node.start_byte not in binding_at:
             if parent is not None and _typeof(parent):
-                tested.setdefault(node.text.decode("utf-8", "replace"), []).append(node.start_byte)
+                tested.append(node)
             else:
                 reads.append(node)
         below_function = node if kind in _FUNCTIONS else function
@@ -189,7 +188,13 @@ def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list
         word = name.text.decode("utf-8", "replace")
         if not _bound(name, seen.get(word, [])):
             seen.setdefault(word, []).append(root)
-    return seen, [r for r in reads if r.start_byte not in binding_at], tested, unseen
+    # `typeof x` where nothing binds `x` tests whether the environment has it; of a local it is a type test
+    undeclared: dict[str, list[int]] = {}
+    for node in tested:
+        word = node.text.decode("utf-8", "replace")
+        if not _bound(node, seen.get(word, [])):
+            undeclared.setdefault(word, []).append(node.start_byte)
+    return seen, [r for r in reads if r.start_byte not in binding_at], undeclared, unseen
 
 
 def _bound(read: Node, scopes: list[Node]) -> bool:
@@ -198,8 +203,8 @@ def _bound(read: Node, scopes: list[Node]) -> bool:
 
 def _unbound(source: str, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
     """The file's root and its reads that nothing binds, in source order; None where nothing is known. A name that
-    `typeof` tests outside the `span` (bytes) counts as bound: the code expects that it may be missing (tslib's
-    `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
+    `typeof` tests outside the `span` (bytes), where nothing binds it, counts as bound: the code expects that it may
+    be missing (tslib's `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
     if language not in LANGUAGES:
         return None
     # not through syntax.parsed's cache, which holds the gate's windows: whole documents would stay in it

@@ -109,6 +109,9 @@ def test_a_name_typeof_tests_elsewhere_is_not_claimed_but_one_it_tests_in_the_sp
     source = "const has = typeof AsyncIterator === 'function'\nfunction f(a) {\n  READ\n}\n"
     assert claims("return AsyncIterator", source) == []
     assert claims("return typeof made === 'number' && made > a", source) == ["made"]
+    # `typeof` of a local elsewhere is a type test: json-stringify-nice's `val => typeof val === 'object'`
+    source = "const isObj = val => typeof val === 'object'\nconst compare = (ak, bk) =>\n  READ\n"
+    assert claims("ak < val", source) == ["val"]
 
 
 @pytest.mark.parametrize("extra", ["with (a) { x }", "eval('var hidden = 1')"])
@@ -126,6 +129,8 @@ def test_keywords_tree_sitter_reads_as_names_and_bundler_names_are_not_claimed()
     source = "async function f(a) {\n  READ\n}\n"
     assert claims("return await (0, a.b)(1)", source) == []
     assert claims("return __webpack_require__(a) || __DEV__", source) == []
+    # `new.target` and `import.meta` hold no name: `target` and `meta` are names like any other
+    assert claims("return new.target || import.meta.url || target || meta", source) == ["target", "meta"]
 
 
 def test_esbuilds_dead_export_annotation_is_not_read():
