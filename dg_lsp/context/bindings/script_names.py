@@ -201,14 +201,14 @@ def _bound(read: Node, scopes: list[Node]) -> bool:
     return any(s.start_byte <= read.start_byte and read.end_byte <= s.end_byte for s in scopes)
 
 
-def _unbound(source: str, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
-    """The file's root and its reads that nothing binds, in source order; None where nothing is known. A name that
-    `typeof` tests outside the `span` (bytes), where nothing binds it, counts as bound: the code expects that it may
-    be missing (tslib's `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
+def _unbound(data: bytes, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
+    """The root of the file `data` (UTF-8) and its reads that nothing binds, in source order; None where nothing is
+    known. A name that `typeof` tests outside the `span` (bytes), where nothing binds it, counts as bound: the code
+    expects that it may be missing (tslib's `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
     if language not in LANGUAGES:
         return None
     # not through syntax.parsed's cache, which holds the gate's windows: whole documents would stay in it
-    root = get_parser(language).parse(source.encode("utf-8")).root_node
+    root = get_parser(language).parse(data).root_node
     if root.has_error:
         return None
     seen, reads, tested, unseen = _walk(root)
@@ -226,18 +226,30 @@ def _unbound(source: str, language: str | None, span: tuple[int, int] = (0, 0)) 
     return root, out
 
 
-def _offset(data: bytes, node: Node) -> int:
-    return len(data[:node.start_byte].decode("utf-8", "replace"))
+def _encoded(source: str) -> bytes | None:
+    """`source` in UTF-8; None where it holds a lone surrogate (a broken UTF-16 text from the editor)."""
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _named(data: bytes, reads: list[Node]) -> list[tuple[str, int]]:
+    """(name, offset in characters) of each of `reads`, in source order, decoding `data` once."""
+    out, byte, char = [], 0, 0
+    for read in reads:
+        char += len(data[byte:read.start_byte].decode("utf-8", "replace"))
+        byte = read.start_byte
+        out.append((read.text.decode("utf-8", "replace"), char))
+    return out
 
 
 def script_unbound(source: str, language: str | None) -> list[tuple[str, int]] | None:
     """(name, offset) of every read in `source` that nothing binds, with no guard; None where nothing is known (no
     clean parse, a `with`, an `eval`). For comparing a document with and without a selection fill."""
-    found = _unbound(source, language)
-    if found is None:
+    if (data := _encoded(source)) is None or (found := _unbound(data, language)) is None:
         return None
-    data = source.encode("utf-8")
-    return [(read.text.decode("utf-8", "replace"), _offset(data, read)) for read in found[1]]
+    return _named(data, found[1])
 
 
 def unbound_script_reads(source: str, start: int, end: int, language: str | None) -> list[tuple[str, int]]:
@@ -249,22 +261,22 @@ def unbound_script_reads(source: str, start: int, end: int, language: str | None
     around it are names the code there is waiting for (a statement deleted and being written again: `messages`
     read below a deleted `const messages = ...`), and do not stop the reading; any other stops it. A name read
     unbound outside the span too is never claimed: the environment may have it."""
+    if start >= end or (data := _encoded(source)) is None:
+        return []
     start_b, end_b = len(source[:start].encode("utf-8")), len(source[:end].encode("utf-8"))
-    if start >= end or (found := _unbound(source, language, (start_b, end_b))) is None:
+    if (found := _unbound(data, language, (start_b, end_b))) is None:
         return []
     root, reads = found
-    data = source.encode("utf-8")
     function = root.descendant_for_byte_range(start_b, max(start_b, end_b - 1)) or root
     while function.type not in _FUNCTIONS and function.parent is not None:
         function = function.parent
     inside, elsewhere = [], set()
     for read in reads:
-        name = read.text.decode("utf-8", "replace")
         if read.start_byte < end_b and read.end_byte > start_b:
-            inside.append((name, _offset(data, read)))
+            inside.append(read)
             continue
         waiting = function.type != "program" and read.start_byte >= end_b and read.end_byte <= function.end_byte
         if not waiting:
             return []
-        elsewhere.add(name)
-    return [(name, offset) for name, offset in inside if name not in elsewhere]
+        elsewhere.add(read.text.decode("utf-8", "replace"))
+    return [(name, offset) for name, offset in _named(data, inside) if name not in elsewhere]

@@ -145,6 +145,13 @@ def test_offsets_count_characters_not_bytes():
     assert script_unbound(text, "javascript") == [("made", at + len("return "))]
 
 
+def test_a_lone_surrogate_is_nothing_known_not_an_error():
+    """A broken UTF-16 text from the editor has no UTF-8 form for tree-sitter."""
+    text = "const s = '\ud800'\nfunction f() {\n  return made\n}\n"
+    assert unbound_script_reads(text, text.index("return"), len(text), "javascript") == []
+    assert script_unbound(text, "javascript") is None
+
+
 def test_script_unbound_reads_the_whole_file_without_the_guard():
     text = "function f() {\n  return one + two\n}\nfunction g() {\n  return console\n}\n"
     assert script_unbound(text, "javascript") == [("one", 24), ("two", 30)]
