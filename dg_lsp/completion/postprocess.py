@@ -320,7 +320,8 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
 def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None) -> str:
     """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
     window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines. With
-    the whole `document`, then the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript), whose cut the gate judges again."""
+    the whole `document`, then the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript), whose cut
+    the gate judges again."""
     suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                       prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)

@@ -90,12 +90,13 @@ def _script_fill_names(document: str, start: tuple[int, int], end: tuple[int, in
     after = script_unbound(applied, language)
     if not after:
         return [], []
-    # the fill's own reads are judged above (or not known): only the code around it counts here
-    around = Counter(name for name, offset in after if not at <= offset < at + len(text))
+    # the fill's own reads (a word it finishes too) are judged above, or not known: only the code around it counts
+    around = Counter(name for name, offset in after if not (offset < at + len(text) and offset + len(name) > at))
     before = script_unbound(document, language)
     if not around or before is None:
         return [], []
-    return [], sorted(around - Counter(name for name, offset in before if not at <= offset < to))
+    return [], sorted(around - Counter(name for name, offset in before
+                                       if not (offset < to and offset + len(name) > at)))
 
 
 def without_unbound(text: str, document: str, start: tuple[int, int], end: tuple[int, int], language: str | None,

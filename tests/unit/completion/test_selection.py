@@ -179,3 +179,10 @@ def test_a_script_fill_that_reads_or_leaves_a_name_nothing_declares_is_refused()
         == "the code around it reads numberResult, which it leaves unbound"
     assert refusal(tests, start, end, "const numberResult = check(3);", "javascript") is None
     assert refusal(tests, start, end, "const arrayResult = check([]);", "javascript", names=False) is None
+
+
+def test_a_script_fill_that_finishes_a_word_begun_before_the_selection_is_judged_as_its_own_read():
+    """`fo` with only its `o` selected, `oo` written: `foo` is the fill's read, unbound below too (the environment may
+    have it), so not claimed; nor is it the code around the fill that reads it."""
+    source = "function f(a) {\n  const v = fo;\n  return foo;\n}\n"
+    assert refusal(source, (1, 13), (1, 14), "oo", "javascript") is None
