@@ -233,19 +233,24 @@ def _cargo_errors(text: str, folder: str, source: str, crates: dict[Path, Path])
                                             if re.search(r":\d+:\d+: error", line)] or ["error"]
 
 
-def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
-    paths = [_write(folder, f"check{i}.ts", text) for i, text in enumerate(texts)]
-    done = subprocess.run(["node", "-e", _TSC_SCRIPT, str(typescript_module())] + paths, capture_output=True,
-                          text=True, timeout=600)
+def _run_tsc(script: str, paths: list[str]) -> list[list]:
+    """`script` run by Node over the files `paths` with the TypeScript compiler: one JSON line a file."""
+    done = subprocess.run(["node", "-e", script, str(typescript_module())] + paths, capture_output=True, text=True,
+                          timeout=1200)
     return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _tsc_errors(texts: list[str], folder: str) -> list[list[int]]:
+    return _run_tsc(_TSC_SCRIPT, [_write(folder, f"check{i}.ts", text) for i, text in enumerate(texts)])
 
 
 def _tsc_names(texts: list[str], sources: list[str], folder: str) -> list[list[str]]:
-    paths = [_write(folder, f"check{i}{'.ts' if source.endswith(('.ts', '.tsx', '.mts', '.cts')) else '.js'}", text)
-             for i, (text, source) in enumerate(zip(texts, sources))]
-    done = subprocess.run(["node", "-e", _TSC_NAMES_SCRIPT, str(typescript_module())] + paths, capture_output=True,
-                          text=True, timeout=1200)
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    """Per text, its "cannot find name" names; each text in a file of its source's kind (JavaScript, TypeScript,
+    with or without JSX)."""
+    kinds = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+    suffixes = [Path(source).suffix if Path(source).suffix in kinds else ".js" for source in sources]
+    return _run_tsc(_TSC_NAMES_SCRIPT, [_write(folder, f"check{i}{suffix}", text)
+                                        for i, (text, suffix) in enumerate(zip(texts, suffixes))])
 
 
 def _pyflakes_errors(text: str) -> list[str] | None:
