@@ -26,6 +26,8 @@ from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
 from dg_lsp.completion.unbound import without_unbound
+from dg_lsp.context.syntax import breaks_document
+from dg_lsp.context.windows import cursor_offset
 
 log = logging.getLogger(__name__)
 
@@ -293,12 +295,12 @@ def selection_end(ctx) -> dict:
 
 # -- the one path ---------------------------------------------------------------------------------------------
 def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, selection: bool,
-                      max_lines: int, document: str | None = None) -> str:
+                      max_lines: int, document: str | None = None, names: bool = True) -> str:
     """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
     (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
     window, indentation, language, whether the cursor's line has text after it). With the whole `document`
-    (`ctx`'s positions are in it), a shown suggestion is also cut before a line that reads a name nothing binds
-    (`unbound.without_unbound`; a selection fill's check is `selection.refusal`)."""
+    (`ctx`'s positions are in it), a shown suggestion is also read on it (`gate_suggestion`: a file that parsed clean
+    still must, and with `names`, the name check; a selection fill's checks are `selection.refusal`)."""
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
     # cut where `shown_end` told the engine the shown text ends; a selection fill only at its block's end (issue
@@ -309,7 +311,7 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
                   max_lines=10_000 if selection else max_lines, reach_cut=not selection, language=ctx.language)
     if not selection and repeats_the_code_below(text, prefix, ctx.suffix):
         return ""
-    gated = gate_suggestion(text, prefix, ctx, None if selection else document)
+    gated = gate_suggestion(text, prefix, ctx, None if selection else document, names)
     if selection and gated != text:
         # the editor applies a fill over the user's code: whole and clean, or not at all (no cut of it)
         log.info("selection fill refused: it would break the code around it (%d chars)", len(text))
@@ -317,15 +319,24 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     return gated
 
 
-def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None) -> str:
+def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, names: bool = True) -> str:
     """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
     window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines. With
-    the whole `document`, then the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript), whose cut
-    the gate judges again."""
+    the whole `document`, then (`names`) the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript),
+    whose cut the gate judges again, and last the whole file's parse: outside Python (whose gate reads its blocks
+    exactly), a text after which a document that parsed clean no longer does is not shown
+    (`syntax.breaks_document`)."""
     suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                       prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)
     if document is None or not gated:
         return gated
-    return without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
-                           lambda kept: gate_suggestion(kept, prefix, ctx) == kept)
+    if names:
+        gated = without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
+                                lambda kept: gate_suggestion(kept, prefix, ctx) == kept)
+    if gated and ctx.language != "python":
+        at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
+        if breaks_document(document, at, to, gated, ctx.language):
+            log.info("suggestion not shown: the file would no longer parse (%d chars)", len(gated))
+            return ""
+    return gated

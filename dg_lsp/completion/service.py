@@ -124,7 +124,7 @@ class CompletionService:
         text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines,
-                                 document=p.req.document if self.settings.name_check else None)
+                                 document=p.req.document, names=self.settings.name_check)
         if not text or not p.req.is_selection:
             return text, None
         why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language, names=self.settings.name_check)

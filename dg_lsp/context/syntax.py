@@ -24,6 +24,31 @@ def parsed(text: str, language: str):
     return get_parser(language).parse(text.encode("utf-8"))
 
 
+@functools.lru_cache(maxsize=2)
+def document_tree(data: bytes, language: str):
+    """A whole document (UTF-8) parsed as `language` (one it has a grammar for). A cache of its own, for the last
+    two: `parsed`'s holds the gate's windows, which whole documents would push out; a suggestion's document is read
+    by the name check and the whole-document parse rule in turn."""
+    return get_parser(language).parse(data)
+
+
+def breaks_document(document: str, at: int, to: int, text: str, language: str | None) -> bool:
+    """Whether `document`, which parses clean, does not with `text` over [`at`, `to`) (character offsets): the
+    whole file read, where the gate reads windows, whose blocks it closes at their ends (npm's arborist: a blank
+    line in a method given `if (minReleaseAgeExclude) {` and a `return`, whose `{` the method's own `}` then closes,
+    leaving the class open to the file's end). False for a language without a grammar, a document that does not
+    parse clean, or a text with no UTF-8 form."""
+    if get_parser(language) is None:
+        return False
+    try:
+        applied = (document[:at] + text + document[to:]).encode("utf-8")
+        if not document_tree(applied, language).root_node.has_error:
+            return False
+        return not document_tree(document.encode("utf-8"), language).root_node.has_error
+    except UnicodeEncodeError:  # a lone surrogate: nothing known
+        return False
+
+
 def syntax_error_count(text: str, language: str | None) -> int:
     """Number of ERROR and MISSING nodes in ``text`` parsed as ``language`` (0 if unknown)."""
     parser = get_parser(language)

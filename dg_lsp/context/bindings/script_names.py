@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from dg_lsp.context.bindings.script import LANGUAGES
-from dg_lsp.context.languages import get_parser
+from dg_lsp.context.syntax import document_tree
 
 __all__ = ["LANGUAGES", "unbound_script_reads"]
 
@@ -201,17 +201,15 @@ def _bound(read: Node, scopes: list[Node]) -> bool:
     return any(s.start_byte <= read.start_byte and read.end_byte <= s.end_byte for s in scopes)
 
 
-def _unbound(data: bytes, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
-    """The root of the file `data` (UTF-8) and its reads that nothing binds, in source order; None where nothing is
-    known. A name that `typeof` tests outside the `span` (bytes), where nothing binds it, counts as bound: the code
-    expects that it may be missing (tslib's `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
-    if language not in LANGUAGES:
+@functools.lru_cache(maxsize=2)
+def _analysis(data: bytes, language: str) -> tuple[Tree, list[Node], dict[str, list[int]]] | None:
+    """The tree of the file `data` (UTF-8), its reads that nothing binds and no list of globals has, and the names
+    `typeof` tests where nothing binds them (name: where); None where nothing is known. Cached for the last two
+    texts: a suggestion's document is read for its own names, then for the code around it."""
+    tree = document_tree(data, language)
+    if tree.root_node.has_error:
         return None
-    # not through syntax.parsed's cache, which holds the gate's windows: whole documents would stay in it
-    root = get_parser(language).parse(data).root_node
-    if root.has_error:
-        return None
-    seen, reads, tested, unseen = _walk(root)
+    seen, reads, tested, unseen = _walk(tree.root_node)
     if unseen:
         return None
     known = _globals()
@@ -220,10 +218,20 @@ def _unbound(data: bytes, language: str | None, span: tuple[int, int] = (0, 0)) 
         name = read.text.decode("utf-8", "replace")
         # a bundler's or runtime's own names (`__webpack_require__`, `__DEV__`) are never claimed
         if name not in known and not (name.startswith("__") and name.endswith("__")) \
-                and not any(not span[0] <= at < span[1] for at in tested.get(name, [])) \
                 and not _bound(read, seen.get(name, [])):
             out.append(read)
-    return root, out
+    return tree, out, tested
+
+
+def _unbound(data: bytes, language: str | None, span: tuple[int, int] = (0, 0)) -> tuple[Node, list[Node]] | None:
+    """The root of the file `data` (UTF-8) and its reads that nothing binds, in source order; None where nothing is
+    known. A name that `typeof` tests outside the `span` (bytes), where nothing binds it, counts as bound: the code
+    expects that it may be missing (tslib's `typeof AsyncIterator === "function" ? AsyncIterator : Object`)."""
+    if language not in LANGUAGES or (found := _analysis(data, language)) is None:
+        return None
+    tree, reads, tested = found
+    outside = {name for name, where in tested.items() if any(not span[0] <= at < span[1] for at in where)}
+    return tree.root_node, [read for read in reads if read.text.decode("utf-8", "replace") not in outside]
 
 
 def _encoded(source: str) -> bytes | None:

@@ -125,3 +125,22 @@ def test_python_fixes_what_the_window_lacked(prefix, text, suffix, fixes):
     from dg_lsp.context.syntax import python_fixes
 
     assert python_fixes(prefix, text, suffix) is fixes
+
+
+CLASS = ("class Tree {\n  before (spec) {\n    const { before, exclude } = this.options\n    \n    return before\n  }\n\n"
+         "  after (spec) {\n    return spec\n  }\n}\n")
+
+
+def test_a_text_after_which_a_clean_file_no_longer_parses_breaks_it():
+    """`breaks_document` reads the whole file, where the gate reads windows whose blocks it closes at their ends."""
+    from dg_lsp.context.syntax import breaks_document
+
+    at = CLASS.index("    \n") + 4
+    assert breaks_document(CLASS, at, at, "if (exclude) {\n      return exclude", "javascript")
+    assert not breaks_document(CLASS, at, at, "if (exclude) {\n      return exclude\n    }", "javascript")
+    assert not breaks_document(CLASS, at, at, "const n = exclude.size", "typescript")
+    # a file that does not parse clean already: nothing known
+    assert not breaks_document(CLASS + "}\n", at, at, "if (exclude) {", "javascript")
+    # no grammar, and a text with no UTF-8 form (a lone surrogate)
+    assert not breaks_document(CLASS, at, at, "if (exclude) {", "cobol")
+    assert not breaks_document(CLASS, at, at, "if ('\ud800') {", "javascript")
