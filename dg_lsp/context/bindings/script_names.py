@@ -150,8 +150,9 @@ def _not_read(node: Node, kind: str, parent: Node | None) -> bool:
 
 def _walk(root: Node) -> tuple[dict[str, list[Node]], list[Node], dict[str, list[int]], bool]:
     """The file's bindings (name: the nodes each is seen in), its reads, the names `typeof` tests where nothing binds
-    them (name: where), and whether it has a `with` statement or an `eval` call. One pass over the named nodes, each carrying its parent and
-    the nearest function and block above it (tree-sitter finds a node's parent from the root)."""
+    them (name: where), and whether it has a `with` statement or an `eval` call. One pass over the named nodes, each
+    carrying its parent and the nearest function and block above it (tree-sitter finds a node's parent from the
+    root)."""
     seen: dict[str, list[Node]] = {}
     binding_at: set[int] = set()
     assigned: list[Node] = []

@@ -127,8 +127,8 @@ def test_python_fixes_what_the_window_lacked(prefix, text, suffix, fixes):
     assert python_fixes(prefix, text, suffix) is fixes
 
 
-CLASS = ("class Tree {\n  before (spec) {\n    const { before, exclude } = this.options\n    \n    return before\n  }\n\n"
-         "  after (spec) {\n    return spec\n  }\n}\n")
+CLASS = ("class Tree {\n  before (spec) {\n    const { before, exclude } = this.options\n    \n"
+         "    return before\n  }\n\n  after (spec) {\n    return spec\n  }\n}\n")
 
 
 def test_a_text_after_which_a_clean_file_no_longer_parses_breaks_it():
