@@ -47,21 +47,28 @@ _STRICT_RESERVED = frozenset({"implements", "interface", "let", "package", "priv
                               "yield"})
 
 
-def pattern_names(node: Node | None) -> list[str]:
-    """The names a binding pattern binds: not a property's key, a default value or a type annotation."""
+def pattern_nodes(node: Node | None) -> list[Node]:
+    """The name nodes a binding pattern binds (a declaration's, a parameter list's, a destructuring assignment's
+    left side): not a property's key, a default value or a type annotation."""
     if node is None:
         return []
     if node.type in _NAMES:
-        return [node.text.decode("utf-8", "replace")]
+        return [node]
     if node.type in ("assignment_pattern", "object_assignment_pattern"):
-        return pattern_names(node.child_by_field_name("left"))
+        return pattern_nodes(node.child_by_field_name("left"))
     if node.type == "pair_pattern":
-        return pattern_names(node.child_by_field_name("value"))
+        return pattern_nodes(node.child_by_field_name("value"))
     if node.type in ("required_parameter", "optional_parameter"):
-        return pattern_names(node.child_by_field_name("pattern"))
-    if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters"):
-        return [name for child in node.named_children for name in pattern_names(child)]
+        return pattern_nodes(node.child_by_field_name("pattern"))
+    if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters", "array", "object",
+                     "spread_element", "parenthesized_expression"):
+        return [name for child in node.named_children for name in pattern_nodes(child)]
     return []
+
+
+def pattern_names(node: Node | None) -> list[str]:
+    """The names a binding pattern binds (`pattern_nodes`)."""
+    return [name.text.decode("utf-8", "replace") for name in pattern_nodes(node)]
 
 
 def declared(node: Node) -> tuple[list[str], bool]:

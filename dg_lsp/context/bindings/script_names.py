@@ -22,6 +22,7 @@ from importlib import resources
 from tree_sitter import Node, Tree
 
 from dg_lsp.context.bindings.script import LANGUAGES
+from dg_lsp.context.bindings.script import pattern_nodes as _pattern
 from dg_lsp.context.syntax import document_tree
 
 __all__ = ["LANGUAGES", "unbound_script_reads"]
@@ -60,24 +61,6 @@ _ALWAYS = frozenset({"arguments", "undefined", "globalThis", "this", "super", "a
 def _globals() -> frozenset[str]:
     text = resources.files("dg_lsp.context.bindings").joinpath("script_globals.txt").read_text(encoding="utf-8")
     return frozenset(line for line in text.splitlines() if line and not line.startswith("#")) | _ALWAYS
-
-
-def _pattern(node: Node | None) -> list[Node]:
-    """The name nodes a binding pattern binds: not a property's key, a default value or a type annotation."""
-    if node is None:
-        return []
-    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
-        return [node]
-    if node.type in ("assignment_pattern", "object_assignment_pattern"):
-        return _pattern(node.child_by_field_name("left"))
-    if node.type == "pair_pattern":
-        return _pattern(node.child_by_field_name("value"))
-    if node.type in ("required_parameter", "optional_parameter"):
-        return _pattern(node.child_by_field_name("pattern"))
-    if node.type in ("object_pattern", "array_pattern", "rest_pattern", "formal_parameters", "array", "object",
-                     "spread_element", "parenthesized_expression"):
-        return [name for child in node.named_children for name in _pattern(child)]
-    return []
 
 
 def _bindings(node: Node, kind: str, parent: str, function: Node, block: Node, root: Node) \
