@@ -17,6 +17,7 @@ from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_f
                                      rust_declared)
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.syntax import python_complaint
+from dg_lsp.context.windows import cursor_offset
 
 from .unbound import fill_names
 
@@ -63,21 +64,13 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
 
     if not compiles(document):
         return True
-    return compiles(document[:_offset(document, *start)] + text + document[_offset(document, *end):])
-
-
-def _offset(document: str, line: int, column: int) -> int:
-    """The index in `document` (its line breaks `\n`) of a (line, column) position."""
-    at = 0
-    for _ in range(line):
-        at = document.index("\n", at) + 1
-    return at + column
+    return compiles(document[:cursor_offset(document, *start)] + text + document[cursor_offset(document, *end):])
 
 
 def _whole_lines(document: str, start: tuple[int, int], end: tuple[int, int]) -> tuple[int, int, str] | None:
     """(start index, end index, the indentation before the start) of a selection that starts at its line's code,
     whose text is whole statements; None for one that starts inside a line."""
-    at, to = _offset(document, *start), _offset(document, *end)
+    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
     indent = document[document.rfind("\n", 0, at) + 1:at]
     return None if indent.strip() else (at, to, indent)
 
@@ -97,7 +90,7 @@ def replaces_code_with_comments(document: str, start: tuple[int, int], end: tupl
     """A selection fill that is only comments over selected text that is not: applied, it deletes the user's code
     (npm's queryable.js: `this.#data = JSON.parse(obj.data)` selected, `// if the data is not a string, ...`
     written)."""
-    selected = document[_offset(document, *start):_offset(document, *end)]
+    selected = document[cursor_offset(document, *start):cursor_offset(document, *end)]
     return bool(selected.strip()) and only_comments(text, language) and not only_comments(selected, language)
 
 
