@@ -23,9 +23,10 @@ def tiny_model_path() -> str:
 
 
 def server_command(*extra: str, model: str | None = None) -> list[str]:
-    """`dg-lsp serve` on the tiny random model. Its text is salad whose names nothing binds, and Python's name check
-    would show none of it: off here, where a test needs some text to see the server's plumbing (the check's own
-    tests run it on: test_suggestion_edits.py, tests/unit/completion/test_unbound.py)."""
+    """`dg-lsp serve` on the tiny random model. Its text is salad whose names nothing binds, and the name check
+    (Python, JavaScript, TypeScript) would show none of it: off here, where a test needs some text to see the
+    server's plumbing (the check's own tests run it on: test_suggestion_edits.py,
+    tests/unit/completion/test_unbound.py)."""
     return [sys.executable, "-m", "dg_lsp", "serve", "--model", model or tiny_model_path(), "--device", "cpu",
             "--no-name-check", *extra]
 
