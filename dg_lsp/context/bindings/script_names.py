@@ -46,7 +46,8 @@ _NOT_READ = frozenset({
     "ambient_declaration", "enum_body", "function_signature", "method_signature", "abstract_method_signature",
     "call_signature", "construct_signature", "property_signature", "index_signature", "import_statement",
     "import_specifier", "export_specifier", "namespace_export", "import_alias", "opting_type_annotation",
-    "omitting_type_annotation", "adding_type_annotation", "jsx_namespace_name", "nested_identifier"})
+    "omitting_type_annotation", "adding_type_annotation", "jsx_namespace_name", "nested_identifier",
+    "nested_type_identifier"})
 _JSX_ELEMENTS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
 _READ = frozenset({"identifier", "shorthand_property_identifier"})
 # never claimed: names every function has, and keywords tree-sitter reads as names in code that runs (`await (0,

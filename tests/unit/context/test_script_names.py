@@ -82,6 +82,9 @@ def test_typescript_types_are_not_read_and_enum_members_are_not_in_scope_outside
     assert claims("const fn = (x: number, cb: (err: Error) => void): Promise<Res> => cb(x)", source,
                   language="typescript") == []
     assert claims("return X + z + Foo", source, language="typescript") == ["X", "z", "Foo"]
+    # a qualified type names a namespace, which need not be a value (excalidraw's `as unknown as React.KeyboardEvent`)
+    assert claims("return p as unknown as Made.Event", source, language="typescript") == []
+    assert claims("const q: Made.Event = p", source, language="typescript") == []
 
 
 def test_jsx_element_and_attribute_names_are_not_read():
