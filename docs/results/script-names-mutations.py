@@ -18,7 +18,8 @@ from dg_lsp.context.languages import get_parser, language_for_path
 
 rnd, most = random.Random(int(sys.argv[1])), int(sys.argv[2])
 files = sorted({os.path.join(folder, name) for root in sys.argv[3:] for folder, _, names in os.walk(root)
-                for name in names if name.endswith((".js", ".mjs", ".cjs", ".ts")) and not name.endswith(".d.ts")})
+                for name in names
+                if name.endswith((".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx")) and not name.endswith(".d.ts")})
 rnd.shuffle(files)
 rows = []
 for path in files:

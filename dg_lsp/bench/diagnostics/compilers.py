@@ -87,7 +87,7 @@ const files = process.argv.slice(2);
 const program = ts.createProgram(files, {lib: ["lib.esnext.full.d.ts"], types: ["node"],
   typeRoots: [require("path").join(process.argv[1], "..", "@types")], target: ts.ScriptTarget.ESNext,
   allowJs: true, checkJs: true, strict: false, module: ts.ModuleKind.ESNext, skipLibCheck: true,
-  moduleDetection: ts.ModuleDetectionKind.Force});
+  moduleDetection: ts.ModuleDetectionKind.Force, jsx: ts.JsxEmit.Preserve});
 for (const f of files) {
   const sf = program.getSourceFile(f);
   const found = program.getSemanticDiagnostics(sf).filter(d => NAMES.has(d.code)).map(d => {
