@@ -16,7 +16,7 @@ import textwrap
 from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names,
                                      rust_declared)
 from dg_lsp.context.languages import get_parser
-from dg_lsp.context.syntax import python_complaint
+from dg_lsp.context.syntax import breaks_document, python_complaint
 from dg_lsp.context.windows import cursor_offset
 
 from .unbound import fill_names
@@ -52,19 +52,15 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
     no ERROR or MISSING node. The gate reads windows around the hole, and a fill whose last line opens a block over a
     blank line and code at its depth (`if not isinstance(bg, str):` with no body, click's termui.py) passed it. A
     selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling. A language
-    without a grammar, and a document that did not compile: True."""
-    if language == "python":
-        def compiles(source: str) -> bool:  # not through python_complaint's cache: whole files would stay in it
-            return python_complaint.__wrapped__(source) is None
-    elif (parser := get_parser(language)) is not None:
-        def compiles(source: str) -> bool:  # not through syntax's tree cache, for the same reason
-            return not parser.parse(source.encode("utf-8")).root_node.has_error
-    else:
+    without a grammar, and a document that did not compile: True. (The other languages: `syntax.breaks_document`,
+    which reads an inline suggestion's file the same way.)"""
+    at, to = cursor_offset(document, *start), cursor_offset(document, *end)
+    if language != "python":
+        return not breaks_document(document, at, to, text, language)
+    # not through python_complaint's cache: whole files would stay in it
+    if python_complaint.__wrapped__(document) is not None:
         return True
-
-    if not compiles(document):
-        return True
-    return compiles(document[:cursor_offset(document, *start)] + text + document[cursor_offset(document, *end):])
+    return python_complaint.__wrapped__(document[:at] + text + document[to:]) is None
 
 
 def _whole_lines(document: str, start: tuple[int, int], end: tuple[int, int]) -> tuple[int, int, str] | None:
