@@ -44,10 +44,11 @@ import re
 from dg_lsp.completion.brackets import PAIRS, misaligned_closers, open_counts, open_spans
 from dg_lsp.completion.gate_structure import heads_deeper_lines, structure_judge
 from dg_lsp.context import get_parser, introduces_syntax_errors
+from dg_lsp.context.python_syntax import (python_compiles, python_fixes, python_judges_hole, python_leaves_error,
+                                          python_mends, python_misindents, python_opens_empty_block,
+                                          python_region_around)
 from dg_lsp.context.syntax import (clean_region_around, error_spans, insertion_breaks_syntax, insertion_lands_clean,
-                                   python_compiles, python_fixes, python_judges_hole, python_leaves_error,
-                                   python_mends, python_misindents, python_opens_empty_block,
-                                   python_region_around, spans_hole)
+                                   spans_hole)
 
 _CLOSERS = {opener: closer for closer, opener in PAIRS.items()}
 

@@ -16,7 +16,8 @@ import textwrap
 from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names,
                                      rust_declared)
 from dg_lsp.context.languages import get_parser
-from dg_lsp.context.syntax import breaks_document, python_complaint
+from dg_lsp.context.python_syntax import python_complaint
+from dg_lsp.context.syntax import breaks_document
 from dg_lsp.context.windows import cursor_offset
 
 from .unbound import fill_names

@@ -69,7 +69,7 @@ def test_lsp_language_ids_are_accepted():
     ("def f(d):\n", "    if d:\n", "        d = 1\n    except ValueError:\n        return 0\n", False),
 ])
 def test_python_mends_a_statement_the_cursor_is_in(prefix, text, suffix, mends):
-    from dg_lsp.context.syntax import python_mends
+    from dg_lsp.context.python_syntax import python_mends
 
     assert python_mends(prefix, text, suffix) is mends
 
@@ -97,7 +97,7 @@ def test_python_mends_a_statement_the_cursor_is_in(prefix, text, suffix, mends):
     ("e", "lse:", "\n    x = 1\n", False),
 ])
 def test_python_leaves_error_where_the_code_under_the_hole_lacks_its_start(prefix, text, suffix, leaves):
-    from dg_lsp.context.syntax import python_leaves_error
+    from dg_lsp.context.python_syntax import python_leaves_error
 
     assert python_leaves_error(prefix, text, suffix) is leaves
 
@@ -122,7 +122,7 @@ CUT_CLASS = ("class S:\n    OK = (200, 'OK',\n        'Request fulfilled')\n",
     ("x = 1\n", "y = 2\n", "z = 3\n", False),
 ])
 def test_python_fixes_what_the_window_lacked(prefix, text, suffix, fixes):
-    from dg_lsp.context.syntax import python_fixes
+    from dg_lsp.context.python_syntax import python_fixes
 
     assert python_fixes(prefix, text, suffix) is fixes
 
