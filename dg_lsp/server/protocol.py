@@ -14,11 +14,14 @@
    an edit re-splits only the lines it touches.
 7. After `shutdown`, requests get InvalidRequest (pygls drops them unanswered); notifications
    other than `exit` are dropped.
+8. A notebook's cells are `LspDocument`s too, their edits applied as (5) applies them, and a change to a
+   notebook (or a cell) that is not open is logged and ignored (pygls raises half-way through).
 Server-side errors outside requests are logged, not shown (`DgLspServer.report_server_error`).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from urllib.parse import unquote
 
@@ -109,3 +112,60 @@ class DgLspProtocol(LanguageServerProtocol):
         doc.version = params.text_document.version
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
+
+    # -- notebooks (8) -----------------------------------------------------------------------------
+    def _open_cell(self, item: types.TextDocumentItem, notebook_uri: str) -> None:
+        workspace = self.workspace
+        workspace.text_documents[unquote(item.uri)] = new_document(
+            item.uri, item.text, item.version, item.language_id, workspace.position_codec)
+        workspace._cell_in_notebook[unquote(item.uri)] = unquote(notebook_uri)  # noqa: SLF001 - pygls' own map
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def lsp_notebook_document__did_open(self, params: types.DidOpenNotebookDocumentParams):
+        notebook = params.notebook_document
+        self.workspace.notebook_documents[unquote(notebook.uri)] = copy.deepcopy(notebook)
+        for item in params.cell_text_documents:
+            self._open_cell(item, notebook.uri)
+        if (user_handler := self.fm.features.get(types.NOTEBOOK_DOCUMENT_DID_OPEN)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(self, params: types.DidChangeNotebookDocumentParams):
+        uri = params.notebook_document.uri
+        notebook = self.workspace.notebook_documents.get(unquote(uri))
+        if notebook is None:
+            log.warning("notebookDocument/didChange for a notebook that is not open: %s", uri)
+            return
+        notebook.version = params.notebook_document.version
+        if params.change.metadata is not None:
+            notebook.metadata = params.change.metadata
+        cells = params.change.cells
+        if cells is not None:
+            self._change_cells(notebook, cells)
+        if (user_handler := self.fm.features.get(types.NOTEBOOK_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+    def _change_cells(self, notebook: types.NotebookDocument, cells) -> None:
+        by_document = {cell.document: cell for cell in notebook.cells}
+        for data in cells.data or []:
+            cell = by_document.get(data.document)
+            if cell is not None:
+                cell.kind, cell.metadata, cell.execution_summary = data.kind, data.metadata, data.execution_summary
+        structure = cells.structure
+        if structure is not None:
+            now = list(notebook.cells)
+            start = min(max(structure.array.start, 0), len(now))
+            notebook.cells = now[:start] + list(structure.array.cells or []) + \
+                now[start + max(structure.array.delete_count, 0):]
+            for item in structure.did_open or []:
+                self._open_cell(item, notebook.uri)
+            for closed in structure.did_close or []:
+                self.workspace.remove_text_document(closed.uri)
+        for text in cells.text_content or []:
+            doc = self.workspace.text_documents.get(unquote(text.document.uri))
+            if doc is None:
+                log.warning("a change to a notebook cell that is not open: %s", text.document.uri)
+                continue
+            for change in text.changes:
+                apply_change(doc, change)
+            doc.version = text.document.version

@@ -22,6 +22,7 @@ from dg_lsp.engine import InfillRequest
 
 from .documents import process_usage, read_unopened
 from .model_holder import EngineHolder
+from .notebooks import SYNC, cell_view
 from .positions import to_client, to_server
 from .protocol import DgLspProtocol
 
@@ -35,7 +36,8 @@ MODEL_WAIT_S = 60.0
 class DgLspServer(LanguageServer):
     def __init__(self, settings: Settings):
         super().__init__("dg-lsp", __version__, protocol_cls=DgLspProtocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=SYNC)
         self.cli_settings = settings  # defaults < CLI
         self.init_options: dict = {}
         self.settings = settings
@@ -163,8 +165,14 @@ class DgLspServer(LanguageServer):
         service = await self.completion_service(0 if automatic else MODEL_WAIT_S)
         if service is None:
             return None
-        req = CompletionRequest(text=source, language_id=doc.language_id, line=s[0], column=s[1],
-                                end=None if end is None else e, automatic=automatic, doc_key=queue_key or uri)
+        # a notebook's cell is read inside its notebook (notebooks.cell_view): the same position, `shift` lines down
+        view = cell_view(self.workspace, uri, range(s[0], e[0] + 1))
+        text, shift = (view.text, view.shift) if view is not None else (source, 0)
+        if len(text) > self.settings.max_document_chars:
+            text, shift = source, 0
+        req = CompletionRequest(text=text, language_id=doc.language_id, line=s[0] + shift, column=s[1],
+                                end=None if end is None else (e[0] + shift, e[1]), automatic=automatic,
+                                doc_key=queue_key or uri)
         if check is not None and (reason := check(service, req)):
             raise Refused(reason)
         suggestion = await service.complete(req)
