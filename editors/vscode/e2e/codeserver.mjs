@@ -10,7 +10,10 @@
 // status bar item), type at the end of a line, wait for ghost text, take a screenshot, press Tab,
 // save, and check that the editor and the file on disk hold the accepted text. Prints one line
 // `RESULT {json}` and exits 0 on success; any failure prints `FAIL ...` and exits 1. code-server
-// and Chromium are stopped on every path.
+// and Chromium are stopped on every path. With `"notebook": true` the same lines are the last code
+// cell of demo.ipynb (a markdown cell and a code cell above it), typed in VS Code's notebook editor;
+// the result's texts are that cell's, and `file` is its source in the saved notebook (`cellLines`:
+// that cell's lines instead; `typed`: what is typed instead of `a`).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -54,9 +57,35 @@ const PREFIX = [
   '    """Return the product of a and b."""',
   '    # ',
 ];
-const TYPED = 'a';
-const demo = path.join(dirs.workspace, 'demo.py');
-fs.writeFileSync(demo, PREFIX.join('\n'));
+const TYPED = cfg.typed ?? 'a';
+const notebook = Boolean(cfg.notebook);
+const demo = path.join(dirs.workspace, notebook ? 'demo.ipynb' : 'demo.py');
+// A notebook: the first function in a cell of its own, the rest (the typed cell, or `cellLines`) in the last one.
+const CELL = cfg.cellLines ?? PREFIX.slice(5);
+const source = (lines) => lines.map((line, i) => (i < lines.length - 1 ? `${line}\n` : line));
+const NOTEBOOK = JSON.stringify({
+  cells: [
+    { cell_type: 'markdown', metadata: {}, source: ['# Arithmetic'] },
+    { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: source(PREFIX.slice(0, 3)) },
+    { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: source(CELL) },
+  ],
+  metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+    language_info: { name: 'python' } },
+  nbformat: 4,
+  nbformat_minor: 5,
+}, null, 1);
+const original = notebook ? NOTEBOOK : PREFIX.join('\n');
+fs.writeFileSync(demo, original);
+// what the test reads as "the file": the typed cell's source in the saved notebook, or the file
+const fileText = () => {
+  const text = fs.readFileSync(demo, 'utf8');
+  if (!notebook) return text;
+  const cells = JSON.parse(text).cells;
+  const last = cells[cells.length - 1].source;
+  return Array.isArray(last) ? last.join('') : last;
+};
+// where the texts are read: the last code cell's editor in a notebook, else any editor
+const ROOT = notebook ? '.notebook-editor .cell-editor-container .monaco-editor' : '.monaco-editor';
 fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
 fs.writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify({
   'dgLsp.server.command': cfg.serverCommand,
@@ -83,6 +112,8 @@ fs.writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringi
   'chat.disableAIFeatures': true,
   'window.commandCenter': false,
   'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  // .ipynb in the notebook editor (opened before the notebook extension is up, it may come up as JSON)
+  'workbench.editorAssociations': { '*.ipynb': 'jupyter-notebook' },
 }, null, 2));
 
 const csArgs = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
@@ -100,28 +131,34 @@ async function freePort() {
 function editorText(page) {
   // The model's lines as VS Code renders them (non-breaking spaces back to spaces), ghost text
   // excluded; the file is short enough to be on screen whole.
-  return page.evaluate(() => {
-    const lines = [...document.querySelectorAll('.monaco-editor .view-lines .view-line')];
+  return page.evaluate((root) => {
+    const editors = root ? [...document.querySelectorAll(root)] : [document];
+    const editor = editors[editors.length - 1];
+    if (!editor) return '';
+    const lines = [...editor.querySelectorAll('.monaco-editor .view-lines .view-line')];
     lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
     return lines.map((line) => {
       const clone = line.cloneNode(true);
       clone.querySelectorAll('[class*="ghost-text"]').forEach((n) => n.remove());
       return clone.textContent.replace(/\u00a0/g, ' ');
     }).join('\n');
-  });
+  }, notebook ? ROOT : null);
 }
 
 function ghostText(page) {
   // The first line of a suggestion is drawn inline at the cursor (`ghost-text-decoration` spans);
   // the lines after it in a view zone below, one `.view-line` element per line inside
   // `.suggest-preview-text` (an empty line is an element with no text, so it is counted too).
-  return page.evaluate(() => {
+  return page.evaluate((root) => {
+    const editors = root ? [...document.querySelectorAll(root)] : [document];
+    const editor = editors[editors.length - 1];
+    if (!editor) return '';
     const plain = (nodes) => nodes.map((n) => n.textContent).join('').replace(/\u00a0/g, ' ');
-    const first = plain([...document.querySelectorAll('.monaco-editor .ghost-text-decoration')]);
-    const below = [...document.querySelectorAll('.monaco-editor .suggest-preview-text .view-line')];
+    const first = plain([...editor.querySelectorAll('.monaco-editor .ghost-text-decoration')]);
+    const below = [...editor.querySelectorAll('.monaco-editor .suggest-preview-text .view-line')];
     below.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
     return [first, ...below.map((line) => plain([line]))].join('\n');
-  });
+  }, notebook ? ROOT : null);
 }
 
 async function until(what, fn, ms) {
@@ -168,17 +205,20 @@ async function main() {
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   mark('workbench');
 
-  // 4. Open demo.py from the explorer (Quick Open as a fallback).
+  // 4. Open demo.py (demo.ipynb) from the explorer (Quick Open as a fallback).
+  const name = path.basename(demo);
   try {
-    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'demo.py' });
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name });
     await row.first().click({ timeout: 20_000 });
   } catch {
     await page.keyboard.press('Control+P');
-    await page.keyboard.type('demo.py');
+    await page.keyboard.type(name);
     await page.keyboard.press('Enter');
   }
-  await until('demo.py in the editor', async () => (await editorText(page)).includes('def multiply'), 30_000);
-  mark('opened', 'demo.py');
+  await until(`${name} in the editor`, async () => (await editorText(page)).includes('def multiply'), 60_000);
+  mark('opened', name);
+  // In a notebook the status item belongs to the cell's text editor: edit the last cell first.
+  if (notebook) await page.locator(`${ROOT} .view-lines`).last().click();
 
   // 5. Wait for the extension's status item to say ready: $(check) dg-lsp.
   const status = page.locator('.statusbar-item', { hasText: 'dg-lsp' });
@@ -188,7 +228,7 @@ async function main() {
   mark('ready', 'dg-lsp status item: $(check)');
 
   // 6. Put the cursor at the end of the file, type, and wait for ghost text.
-  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.locator(`${ROOT} .view-lines`).last().click();
   await page.keyboard.press('Control+End');
   const before = await editorText(page);
   await page.keyboard.type(TYPED, { delay: 50 });
@@ -215,8 +255,8 @@ async function main() {
   await until('the ghost text to be accepted', async () => (await editorText(page)) !== typed, 10_000);
   const after = await editorText(page);
   await page.keyboard.press('Control+S');
-  await until('the saved file to change', () => fs.readFileSync(demo, 'utf8') !== PREFIX.join('\n'), 10_000);
-  const file = fs.readFileSync(demo, 'utf8');
+  await until('the saved file to change', () => fs.readFileSync(demo, 'utf8') !== original, 10_000);
+  const file = fileText();
   mark('accepted', 'Tab, then saved');
 
   // The status item shows the server's last latency once it has answered a completion.

@@ -139,9 +139,11 @@ export class DgLspClient implements vscode.Disposable {
 
   private clientOptions(server: ReturnType<typeof toServerSettings>): LanguageClientOptions {
     return {
+      // Notebook cells too: the server syncs whole notebooks (notebookDocument/*) and reads a cell inside its notebook.
       documentSelector: LANGUAGES.flatMap((language) => [
         { scheme: 'file', language },
         { scheme: 'untitled', language },
+        { scheme: 'vscode-notebook-cell', language },
       ]),
       initializationOptions: initializationOptions(server),
       outputChannel: this.output,

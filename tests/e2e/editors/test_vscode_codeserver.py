@@ -75,7 +75,7 @@ def run_driver(config: dict) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path):  # noqa: F811
+def _ghost_text_and_tab(tmp_path: Path, notebook: bool, **extra) -> tuple[dict, Path]:
     run("run", "package")
     vsix = VSCODE / "dg-lsp.vsix"
     screenshot = tmp_path / "vscode-codeserver.png"
@@ -85,30 +85,49 @@ def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path)
         "cache": str(CACHE),
         "vsix": str(vsix),
         "chromium": str(CHROMIUM),
-        "serverCommand": server_cmd("small"),
+        "serverCommand": server_cmd("small", extra.pop("answers", None)),
         "work": str(work),
         "screenshot": str(screenshot),
         "failureScreenshot": str(tmp_path / "failure.png"),
         "timeoutS": TIMEOUT_S,
+        "notebook": notebook,
+        **extra,
     }
     rc, out, err = run_driver(config)
     assert rc == 0, f"driver failed ({rc}); screenshot {tmp_path / 'failure.png'}\n{out[-6000:]}\n{err[-3000:]}"
     result = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT "):])
 
-    # The file opened in the editor, and typing reached it.
-    assert result["before"].endswith("\n    # ")
+    # The file (the notebook's last cell) opened in the editor, and typing reached it.
+    assert result["before"].endswith("\n    " + ("return " if "cellLines" in extra else "# "))
     assert result["typed"] == result["before"] + "a"
     # Ghost text came from the server...
     ghost = result["ghost"]
     assert ghost.strip(), result
     # ...Tab inserted exactly that text at the cursor (the end of the file)...
     assert result["after"] == result["typed"] + ghost, result
-    # ...and the saved file is the editor's buffer.
+    # ...and the saved file (the saved notebook's cell) is the editor's buffer.
     assert result["file"] == result["after"]
     # The extension's status item reports the server's latency for it.
     assert re.fullmatch(r"dg-lsp \d+ ms", result["statusText"]), result["statusText"]
-
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+    print(f"ghost text: {ghost!r}; timings (s): {result['timings']}")
+    return result, screenshot
+
+
+def test_ghost_text_from_the_real_server_and_tab_accepts(node_modules, tmp_path):  # noqa: F811
+    result, screenshot = _ghost_text_and_tab(tmp_path, notebook=False)
+    assert result["before"].startswith("def add(a, b):")
     if os.environ.get("DG_LSP_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(screenshot, REPO / "docs" / "vscode-codeserver.png")
-    print(f"ghost text: {ghost!r}; timings (s): {result['timings']}")
+
+
+def test_ghost_text_in_a_notebook_cell_reads_the_cells_above(node_modules, tmp_path):  # noqa: F811
+    """A Jupyter notebook in VS Code's notebook editor: the server syncs the notebook, and the last code cell gets
+    ghost text that Tab accepts and the saved .ipynb keeps. The model's text is scripted to call `add`, which only
+    the cell above defines: the name check shows it only if the server read that cell with this one."""
+    result, _ = _ghost_text_and_tab(
+        tmp_path, notebook=True,
+        cellLines=["def multiply(a, b):", '    """Return the product of a and b."""', "    return "],
+        answers=[("    return a", " * add(b, 0)")])
+    assert result["before"] == 'def multiply(a, b):\n    """Return the product of a and b."""\n    return '
+    assert result["ghost"] == " * add(b, 0)"
