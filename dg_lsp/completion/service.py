@@ -25,6 +25,7 @@ from functools import cached_property
 from dg_lsp.config import Settings
 from dg_lsp.context import extract_context, newline_text
 from dg_lsp.context.names import free_names
+from dg_lsp.context.notebook import cut_at_cell_end
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
 from . import buckets
@@ -49,6 +50,9 @@ class CompletionRequest:
     end: tuple[int, int] | None = None  # (line, column): replace the range [position, end)
     automatic: bool = False  # typed-through trigger (vs. explicitly invoked)
     doc_key: str | None = None
+    # the document is a notebook's cell inside its notebook (context/notebook.py): an answer ends where it starts
+    # another cell
+    notebook_cell: bool = False
 
     @property
     def is_selection(self) -> bool:
@@ -121,7 +125,10 @@ class CompletionService:
         """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark), then for
         a selection fill the whole document's checks (`selection.refusal`): the text, and why a selection fill
         with text is no fill (None where it is not refused so)."""
-        text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
+        raw, candidates = result.text, result.candidates
+        if p.req.notebook_cell:
+            raw, candidates = cut_at_cell_end(raw), [(cut_at_cell_end(t), s) for t, s in candidates]
+        text = finish_suggestion(raw, candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines,
                                  document=p.req.document, names=self.settings.name_check)

@@ -25,6 +25,7 @@ format jupytext and VS Code's Python tools read and write, which code models hav
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from dg_lsp.context.document import LINE_BREAK
@@ -75,6 +76,21 @@ def _code(cell: Cell, language: str, keep: range = range(0)) -> str:
 
 def _markup(cell: Cell, comment: str) -> str:
     return "\n".join(f"{comment} {line}".rstrip() for line in LINE_BREAK.split(cell.text.strip("\r\n")))
+
+
+# a line that starts a cell, as the model writes one after reading the view's markers: `# %%`, `# %% [markdown]`,
+# `# [markdown]`, `// %%`, `# In[3]:`
+_CELL_START = re.compile(r"[ \t]*(?:#|//)[ \t]*(?:%%|\[markdown\]|In[ \t]*\[)")
+
+
+def cut_at_cell_end(text: str) -> str:
+    """A cell's answer up to the first line that starts another cell: past it the model writes the next cells
+    (`# %%`, markdown as comments), which are not the cell's code. "" where the answer starts with one."""
+    lines = text.split("\n")
+    for row, line in enumerate(lines):
+        if _CELL_START.match(line):
+            return "\n".join(lines[:row]) + ("\n" if row else "")
+    return text
 
 
 def notebook_view(cells: list[Cell], index: int, hole_lines: range = range(0)) -> NotebookView | None:

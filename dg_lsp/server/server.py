@@ -172,7 +172,7 @@ class DgLspServer(LanguageServer):
             text, shift = source, 0
         req = CompletionRequest(text=text, language_id=doc.language_id, line=s[0] + shift, column=s[1],
                                 end=None if end is None else (e[0] + shift, e[1]), automatic=automatic,
-                                doc_key=queue_key or uri)
+                                doc_key=queue_key or uri, notebook_cell=view is not None and text is not source)
         if check is not None and (reason := check(service, req)):
             raise Refused(reason)
         suggestion = await service.complete(req)

@@ -26,6 +26,8 @@ ANSWERS = [
     ["other = ", "made_up(radius)"],
     ["p = ", "perimeter(radius)"],
     ["    return ", "area(r) * 2"],
+    # the model runs on into a next cell of its own (the view's `# %%` markers)
+    ["radius = 3\n", "\ntotal = area(radius)\n\n# %%\nprint(total)\n"],
 ]
 SCRIPT = Path(tempfile.gettempdir()) / "dg-lsp-e2e-notebook-answers.json"
 SCRIPT.write_text(json.dumps(ANSWERS), encoding="utf-8")
@@ -113,6 +115,13 @@ async def test_a_name_no_cell_binds_is_still_refused_beside_magics(client):
     # check can tell that nothing binds made_up
     _, cells = _open_notebook(client, "magics", [("code", DEFINE), ("code", OTHER)])
     assert await _items(client, cells[1], 1, len("other = ")) == []
+
+
+async def test_an_answer_stops_where_it_starts_another_cell(client):
+    # the cursor on the cell's last line, empty: a suggestion there may be several lines long
+    _, cells = _open_notebook(client, "runs_on", [("code", DEFINE), ("code", "radius = 3\n")])
+    items = await _items(client, cells[1], 1, 0)
+    assert [(i.insert_text, i.range) for i in items] == [("total = area(radius)", _at(1, 0))]
 
 
 async def test_edits_to_cells_and_new_cells_are_read(client):

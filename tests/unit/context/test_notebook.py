@@ -66,3 +66,16 @@ def test_no_view_outside_a_code_cell_of_a_known_language():
     assert notebook_view(cells, 1) is None
     assert notebook_view(cells, 3) is None and notebook_view(cells, -1) is None
     assert notebook_view(cells, 2) is not None
+
+
+def test_an_answer_ends_where_it_starts_another_cell():
+    from dg_lsp.context.notebook import cut_at_cell_end
+
+    assert cut_at_cell_end("x = f(1)\n\n# %%\nprint(x)") == "x = f(1)\n\n"
+    assert cut_at_cell_end("y = 2\n# %% [markdown]\n# Words") == "y = 2\n"
+    assert cut_at_cell_end("y = 2\n  # [markdown]\n") == "y = 2\n"
+    assert cut_at_cell_end("let a = 1;\n// %%\nlet b;") == "let a = 1;\n"
+    assert cut_at_cell_end("# In[3]:\nz = 1") == ""
+    assert cut_at_cell_end("# %%") == ""
+    # a comment that is no cell's start, and a marker inside a line, stay
+    assert cut_at_cell_end("x = 1  # %% here\n# plain comment\ny = 2") == "x = 1  # %% here\n# plain comment\ny = 2"
