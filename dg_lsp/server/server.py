@@ -167,12 +167,12 @@ class DgLspServer(LanguageServer):
             return None
         # a notebook's cell is read inside its notebook (notebooks.cell_view): the same position, `shift` lines down
         view = cell_view(self.workspace, uri, range(s[0], e[0] + 1))
+        if view is not None and len(view.text) > self.settings.max_document_chars:
+            view = None  # the cell alone
         text, shift = (view.text, view.shift) if view is not None else (source, 0)
-        if len(text) > self.settings.max_document_chars:
-            text, shift = source, 0
         req = CompletionRequest(text=text, language_id=doc.language_id, line=s[0] + shift, column=s[1],
                                 end=None if end is None else (e[0] + shift, e[1]), automatic=automatic,
-                                doc_key=queue_key or uri, notebook_cell=view is not None and text is not source)
+                                doc_key=queue_key or uri, notebook_cell=view is not None)
         if check is not None and (reason := check(service, req)):
             raise Refused(reason)
         suggestion = await service.complete(req)
