@@ -47,13 +47,29 @@ check('no problems', problems, {})
 check('keymap override default', cfg.keymaps.override, false)
 vim.g.dg_lsp = { keymaps = { accept = '<C-l>', override = true } }
 cfg, problems = config.get()
-check('keymap set', cfg.keymaps, { accept = '<C-l>', override = true })
+check('keymap set', cfg.keymaps, { accept = '<C-l>', accept_word = '<M-Right>', accept_line = '<M-C-Right>',
+  override = true })
 check('keymap no problems', problems, {})
-for _, bad in ipairs({ { accept = 1 }, { accept = '' }, { override = 'yes' }, { tab = '<Tab>' } }) do
+local default_keys = { accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', override = false }
+for _, bad in ipairs({ { accept = 1 }, { accept = '' }, { override = 'yes' }, { tab = '<Tab>' }, { accept_word = 2 } }) do
   vim.g.dg_lsp = { keymaps = bad }
   cfg, problems = config.get()
-  check('bad keymaps ' .. vim.inspect(bad), { cfg.keymaps, #problems }, { { accept = '<Tab>', override = false }, 1 })
+  check('bad keymaps ' .. vim.inspect(bad), { cfg.keymaps, #problems }, { default_keys, 1 })
 end
+vim.g.dg_lsp = { keymaps = { accept_word = false, accept_line = '<C-j>' } }
+cfg, problems = config.get()
+check('partial keys set', { cfg.keymaps.accept_word, cfg.keymaps.accept_line, #problems }, { false, '<C-j>', 0 })
+
+-- Partial accept: what the word and line keys take of a suggestion's rest.
+local take = require('dg_lsp.partial').take
+check('word', take('total = r * r', 'word'), 'total')
+check('word after blanks', take(' = r * r', 'word'), ' =')
+check('word of signs', take('(a, b)', 'word'), '(')
+check('word across a line break', take('\n    return total', 'word'), '\n    return')
+check('word of blanks only', take('   ', 'word'), '   ')
+check('line', take(' r * r\n    return total', 'line'), ' r * r')
+check('line after a line break', take('\n    return total\nx', 'line'), '\n    return total')
+check('last line', take('x = 1', 'line'), 'x = 1')
 vim.g.dg_lsp = { cmd = 'dg-lsp serve', ghost_text = 'ghost', colour = 1 }
 cfg, problems = config.get()
 check('bad cmd -> default', cfg.cmd, { 'dg-lsp', 'serve' })

@@ -10,7 +10,8 @@ local M = {}
 ---@field settings table The `dgLsp` settings section (model, device, dtype, maxSteps, ...).
 ---@field ghost_text 'auto'|'native'|'fallback' Who renders suggestions.
 ---@field debounce_ms integer Delay before the fallback renderer asks (ms).
----@field keymaps { accept: string|false, override: boolean } Buffer-local insert-mode keys;
+---@field keymaps { accept: string|false, accept_word: string|false, accept_line: string|false, override: boolean }
+--- Buffer-local insert-mode keys (the whole suggestion, its next word, its next line);
 --- `override = false` leaves a key alone in a buffer that already maps it (another plugin).
 M.defaults = {
   cmd = { 'dg-lsp', 'serve' },
@@ -23,7 +24,7 @@ M.defaults = {
   settings = {},
   ghost_text = 'auto',
   debounce_ms = 150,
-  keymaps = { accept = '<Tab>', override = false },
+  keymaps = { accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', override = false },
 }
 
 local function is_string_list(v, allow_empty)
@@ -56,7 +57,8 @@ local checks = {
         return false
       end
       for k, item in pairs(v) do
-        local ok = (k == 'accept' and (item == false or (type(item) == 'string' and item ~= '')))
+        local ok = ((k == 'accept' or k == 'accept_word' or k == 'accept_line')
+            and (item == false or (type(item) == 'string' and item ~= '')))
           or (k == 'override' and type(item) == 'boolean')
         if not ok then
           return false
@@ -64,7 +66,8 @@ local checks = {
       end
       return true
     end,
-    "a table { accept = '<Tab>' or false, override = false }",
+    "a table { accept = '<Tab>' or false, accept_word = '<M-Right>' or false, accept_line = '<M-C-Right>' or false,"
+      .. ' override = false }',
   },
 }
 

@@ -153,9 +153,18 @@ local function request(bufnr)
   end
 end
 
---- Hide the current suggestion and ask again once the user pauses.
+--- Hide the current suggestion and ask again once the user pauses; a suggestion made for the
+--- buffer and cursor as they are now (the rest after a partial accept) stays.
 local function on_change(bufnr)
   local state = buffers[bufnr]
+  local s = state.suggestion
+  if s and s.tick == api.nvim_buf_get_changedtick(bufnr) and api.nvim_get_current_buf() == bufnr then
+    local cursor = api.nvim_win_get_cursor(0)
+    if cursor[1] - 1 == s.range[1] and cursor[2] == s.range[2] and s.range[1] == s.range[3]
+      and s.range[2] == s.range[4] then
+      return
+    end
+  end
   M.dismiss(bufnr)
   state.timer:start(state.debounce_ms, 0, vim.schedule_wrap(function()
     request(bufnr)
@@ -186,6 +195,43 @@ local function apply(bufnr, s)
   if client then
     lsp.request(client, 'workspace/executeCommand', s.command, nil, bufnr)
   end
+end
+
+--- Insert the word or the line (`unit`) of the shown suggestion that comes next, now; the rest
+--- stays shown (a suggestion whose range ends after the cursor is inserted whole). Returns false
+--- when there is none.
+---@param unit 'word'|'line'
+function M.accept_part_now(bufnr, unit)
+  if not M.visible(bufnr) or api.nvim_get_current_buf() ~= bufnr then
+    return false
+  end
+  local state = buffers[bufnr]
+  local s = state.suggestion
+  local cursor = api.nvim_win_get_cursor(0)
+  local at_cursor = s.range[1] == s.range[3] and s.range[4] == cursor[2] and s.range[1] == cursor[1] - 1
+  local rest = table.concat(s.ghost, '\n')
+  local part = require('dg_lsp.partial').take(rest, unit)
+  if not at_cursor or #part >= #rest then
+    return M.accept_now(bufnr)
+  end
+  local lines = vim.split(part, '\n', { plain = true })
+  local row, col = cursor[1] - 1, cursor[2]
+  api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
+  local new_row = row + #lines - 1
+  local new_col = (#lines == 1 and col or 0) + #lines[#lines]
+  api.nvim_win_set_cursor(0, { new_row + 1, new_col })
+  -- the rest, at the new cursor: shown at once, kept through the cursor and text events of this edit
+  local left = rest:sub(#part + 1)
+  state.suggestion = {
+    client_id = s.client_id,
+    lines = vim.split(left, '\n', { plain = true }),
+    range = { new_row, new_col, new_row, new_col },
+    command = s.command,
+    tick = api.nvim_buf_get_changedtick(bufnr),
+    ghost = vim.split(left, '\n', { plain = true }),
+  }
+  show(bufnr, state.suggestion, { new_row + 1, new_col })
+  return true
 end
 
 --- Insert the shown suggestion now (not allowed inside an `<expr>` mapping). Returns false when

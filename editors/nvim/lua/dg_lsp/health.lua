@@ -32,6 +32,8 @@ local function check_config(cfg, problems)
   local key = cfg.keymaps.accept
   health.info('accept key: ' .. (key or 'none (map <Plug>(dg-lsp-accept) yourself)')
     .. (key and cfg.keymaps.override and ' (override = true)' or ''))
+  health.info(('next word: %s, next line: %s'):format(cfg.keymaps.accept_word or 'none',
+    cfg.keymaps.accept_line or 'none'))
   for bufnr, k in pairs(require('dg_lsp').unmapped) do
     if vim.api.nvim_buf_is_valid(bufnr) then
       health.info(('buffer %d: %s left to the mapping another plugin made there (keymaps.override = true'

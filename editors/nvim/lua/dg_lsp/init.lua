@@ -53,7 +53,25 @@ function M.accept_now(bufnr, key)
   return done
 end
 
+--- Insert the next word (`unit` 'word') or the rest of the line ('line') of the shown suggestion
+--- now, if any (not from an `<expr>` mapping); the rest stays shown. With `key`, type that key
+--- instead when there is no suggestion. Used by the accept_word and accept_line mappings.
+function M.accept_part_now(bufnr, unit, key)
+  bufnr = resolve(bufnr)
+  local done
+  if renderers[bufnr] == 'native' then
+    done = require('dg_lsp.native').accept_part(bufnr, unit)
+  else
+    done = require('dg_lsp.ghost').accept_part_now(bufnr, unit)
+  end
+  if not done and key then
+    api.nvim_feedkeys(vim.keycode(key), 'nit', false)
+  end
+  return done
+end
+
 local MAP_DESC = 'dg-lsp: accept the suggestion'
+local PART_DESC = { accept_word = 'dg-lsp: accept the next word', accept_line = 'dg-lsp: accept the next line' }
 
 --- Buffers where the accept key was left alone because another mapping had it: bufnr -> key.
 ---@type table<integer, string>
@@ -63,30 +81,32 @@ M.unmapped = {}
 local function foreign_mapping(bufnr, key)
   local want = vim.keycode(key)
   for _, m in ipairs(api.nvim_buf_get_keymap(bufnr, 'i')) do
-    if vim.keycode(m.lhs) == want and m.desc ~= MAP_DESC then
+    if vim.keycode(m.lhs) == want and m.desc ~= MAP_DESC and m.desc ~= PART_DESC.accept_word
+      and m.desc ~= PART_DESC.accept_line then
       return m
     end
   end
 end
 
 local function set_keymaps(bufnr, cfg)
-  local key = cfg.keymaps.accept
   M.unmapped[bufnr] = nil
-  if not key then
-    return
-  end
-  if not cfg.keymaps.override and foreign_mapping(bufnr, key) then
-    M.unmapped[bufnr] = key
-    return
-  end
-  -- The edit runs from <Cmd>, in order with the keys typed after the accept key; a plain `key`
-  -- when no suggestion fits the buffer as it is now.
-  vim.keymap.set('i', key, function()
-    if M.visible(bufnr) then
-      return ('<Cmd>lua require("dg_lsp").accept_now(%d)<CR>'):format(bufnr)
+  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line' }) do
+    local key = cfg.keymaps[name]
+    if key and not cfg.keymaps.override and foreign_mapping(bufnr, key) then
+      M.unmapped[bufnr] = M.unmapped[bufnr] or key -- the first such key, for :checkhealth
+    elseif key then
+      -- The edit runs from <Cmd>, in order with the keys typed after the accept key; a plain `key`
+      -- when no suggestion fits the buffer as it is now.
+      local call = name == 'accept' and ('accept_now(%d)'):format(bufnr)
+        or ('accept_part_now(%d, %q)'):format(bufnr, name == 'accept_word' and 'word' or 'line')
+      vim.keymap.set('i', key, function()
+        if M.visible(bufnr) then
+          return ('<Cmd>lua require("dg_lsp").%s<CR>'):format(call)
+        end
+        return key
+      end, { buffer = bufnr, expr = true, desc = name == 'accept' and MAP_DESC or PART_DESC[name] })
     end
-    return key
-  end, { buffer = bufnr, expr = true, desc = MAP_DESC })
+  end
 end
 
 local function on_attach(client, bufnr)

@@ -144,6 +144,45 @@ function M.accept(bufnr)
   })
 end
 
+--- Insert the word or the line (`unit`) of the built-in item that comes next, if the item is
+--- fresh; the built-in renderer asks again for the rest (the server answers it from its cache of
+--- the suggestion being typed through). Returns false (and changes nothing) otherwise.
+---@param unit 'word'|'line'
+function M.accept_part(bufnr, unit)
+  if not M.fresh(bufnr) then
+    return false
+  end
+  local tick = api.nvim_buf_get_changedtick(bufnr)
+  return vim.lsp.inline_completion.get({
+    bufnr = bufnr,
+    on_accept = function(item)
+      local c = cursor_of(bufnr)
+      if not api.nvim_buf_is_valid(bufnr) or api.nvim_buf_get_changedtick(bufnr) ~= tick or not c then
+        return
+      end
+      local text = item.insert_text
+      local r = item.range
+      local row, col = c[1] - 1, c[2]
+      if type(text) ~= 'string' or (r and (r.start.row ~= row or r.end_.row ~= row or r.end_.col ~= col)) then
+        return apply(bufnr, item) -- a snippet, or a range past the cursor: the whole item
+      end
+      local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
+      local typed = r and line:sub(r.start.col + 1, col) or ''
+      if text:sub(1, #typed) ~= typed then
+        return
+      end
+      local rest = text:sub(#typed + 1)
+      local part = require('dg_lsp.partial').take(rest, unit)
+      if #part >= #rest then
+        return apply(bufnr, item)
+      end
+      local lines = vim.split(part, '\n', { plain = true })
+      api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
+      api.nvim_win_set_cursor(vim.fn.bufwinid(bufnr), { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
+    end,
+  })
+end
+
 function M.disable(bufnr)
   buffers[bufnr] = nil
   pcall(api.nvim_del_augroup_by_name, 'dg_lsp.native.' .. bufnr)

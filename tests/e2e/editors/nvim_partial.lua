@@ -1,0 +1,128 @@
+-- Partial accept (`keymaps.accept_word`, `keymaps.accept_line`) in a real headless Neovim against
+-- the real server, whose answer is scripted: the word and line keys insert the suggestion a piece
+-- at a time, and the rest stays shown. See test_nvim_partial.py.
+--
+-- Run as `nvim --headless --clean ... -c 'luafile nvim_partial.lua'`. Inputs (environment):
+-- DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file; the cursor goes to line 3, column 4),
+-- DG_TEST_KEYS (JSON list of keys to press one after another), DG_TEST_TIMEOUT_MS.
+local api = vim.api
+local env = vim.env
+local results = { log = {}, steps = {} }
+local finished = false
+
+local function log(msg)
+  table.insert(results.log, ('%6d ms  %s'):format(vim.uv.now() - results.t0, msg))
+end
+
+local function finish()
+  if finished then
+    return
+  end
+  finished = true
+  local f = assert(io.open(env.DG_TEST_OUT, 'w'))
+  f:write(vim.json.encode(results))
+  f:close()
+  vim.cmd('qa!')
+end
+
+local co
+local function sleep(ms)
+  vim.defer_fn(function()
+    local ok, err = coroutine.resume(co)
+    if not ok then
+      results.error = debug.traceback(co, err)
+      finish()
+    end
+  end, ms)
+  coroutine.yield()
+end
+
+local function wait_for(what, timeout_ms, pred)
+  local start = vim.uv.now()
+  while true do
+    local value = pred()
+    if value then
+      log(what .. ': yes')
+      return value
+    end
+    if vim.uv.now() - start > timeout_ms then
+      log(what .. ': timed out')
+      return nil
+    end
+    sleep(20)
+  end
+end
+
+--- The ghost text shown in `bufnr` (its inline part and the lines below it), or nil.
+local function ghost(bufnr)
+  local ns = require('dg_lsp').renderer(bufnr) == 'native'
+      and api.nvim_create_namespace('nvim.lsp.inline_completion')
+    or require('dg_lsp.ghost').ns
+  local marks = api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+  if #marks == 0 then
+    return nil
+  end
+  local d = marks[1][4]
+  local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, d.virt_text or {})) }
+  for _, vl in ipairs(d.virt_lines or {}) do
+    table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
+  end
+  return table.concat(lines, '\n')
+end
+
+local function main()
+  results.t0 = vim.uv.now()
+  vim.cmd.edit(vim.fn.fnameescape(env.DG_TEST_FILE))
+  local bufnr = api.nvim_get_current_buf()
+  local attached = wait_for('attached', 90000, function()
+    local c = vim.lsp.get_clients({ name = 'dg_lsp', bufnr = bufnr })[1]
+    if not c then
+      return nil
+    end
+    local r = c:request_sync('workspace/executeCommand', { command = 'dgLsp.status', arguments = {} }, 2000, bufnr)
+    return r and r.result and r.result.state == 'ready'
+  end)
+  results.attached = attached ~= nil
+  results.renderer = require('dg_lsp').renderer(bufnr)
+  api.nvim_win_set_cursor(0, { 3, 4 })
+  vim.cmd('startinsert!')
+  wait_for('insert mode', 2000, function()
+    return api.nvim_get_mode().mode == 'i'
+  end)
+  results.first_ghost = wait_for('ghost text', 30000, function()
+    return ghost(bufnr)
+  end)
+  for _, key in ipairs(vim.json.decode(env.DG_TEST_KEYS)) do
+    local before = table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n')
+    api.nvim_feedkeys(vim.keycode(key), 'm', false)
+    wait_for('buffer changed by ' .. key, 3000, function()
+      return table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n') ~= before
+    end)
+    -- the rest of the suggestion, shown again (at once, or once the server answers from its cache)
+    local shown = wait_for('ghost text after ' .. key, 5000, function()
+      return ghost(bufnr)
+    end)
+    table.insert(results.steps, {
+      key = key,
+      lines = api.nvim_buf_get_lines(bufnr, 0, -1, true),
+      cursor = api.nvim_win_get_cursor(0),
+      ghost = shown or vim.NIL,
+    })
+  end
+end
+
+vim.defer_fn(function()
+  results.error = results.error or 'driver timed out'
+  finish()
+end, tonumber(env.DG_TEST_TIMEOUT_MS or '120000'))
+
+co = coroutine.create(function()
+  local ok, err = xpcall(main, debug.traceback)
+  if not ok then
+    results.error = err
+  end
+  finish()
+end)
+vim.schedule(function()
+  coroutine.resume(co)
+end)
