@@ -207,3 +207,41 @@ def test_storm_of_cancel_requests(robust):
     first = c.wait_response(20_000)
     assert "result" in first or first["error"]["code"] == -32800
     robust.assert_normal()
+
+
+def test_odd_notebook_messages(robust):
+    """Notebooks (`notebookDocument/*`): malformed params, structure changes past the cell list's ends, an edit past
+    a cell's end, changes and closes for what is not open. The cells are then as those edits clamp them, and a cell
+    is answered at the right place."""
+    c, nb = robust.client, "file:///tmp/dg_lsp_robust/odd.ipynb"
+    cell = [f"vscode-notebook-cell:{nb}#c{i}" for i in range(4)]
+    c.notify("notebookDocument/didOpen", {"notebookDocument": 3, "cellTextDocuments": []})
+    c.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": nb, "notebookType": "jupyter-notebook", "version": 1,
+                             "cells": [{"kind": 2, "document": cell[0]}, {"kind": 2, "document": cell[1]}]},
+        "cellTextDocuments": [{"uri": cell[0], "languageId": "python", "version": 1, "text": "x = 1\n"},
+                              {"uri": cell[1], "languageId": "plaintext", "version": 1, "text": "notes\n"}]})
+
+    def change(cells, version=2, uri=nb):
+        c.notify("notebookDocument/didChange", {"notebookDocument": {"uri": uri, "version": version},
+                                                "change": {"cells": cells}})
+
+    # a cell inserted far past the end, with more deleted than there is: appended
+    change({"structure": {"array": {"start": 99, "deleteCount": 99, "cells": [{"kind": 2, "document": cell[2]}]},
+                          "didOpen": [{"uri": cell[2], "languageId": "plaintext", "version": 1, "text": "y = 2\n"}]}})
+    # an edit past the new cell's end: appended to it; a change to a cell and a notebook that are not open
+    change({"textContent": [{"document": {"uri": cell[2], "version": 2}, "changes": [
+        {"range": {"start": {"line": 40, "character": 0}, "end": {"line": 40, "character": 0}}, "text": "z = "}]},
+        {"document": {"uri": cell[3], "version": 2}, "changes": [{"text": "never"}]}]}, version=3)
+    change({"textContent": []}, uri="file:///tmp/dg_lsp_robust/never-opened.ipynb")
+    c.notify("notebookDocument/didClose", {"notebookDocument": {"uri": "file:///tmp/dg_lsp_robust/nope.ipynb"},
+                                           "cellTextDocuments": [{"uri": cell[3]}]})
+    c.notify("notebookDocument/didChange", {"notebookDocument": {"uri": nb}, "change": "everything"})
+    # the new cell is "y = 2\nz = ": the cursor after "z = " on its line 1 (plain text: no gate hides the tiny
+    # model's text, so the item's range shows where the cursor is; had the edit been dropped, it would be clamped
+    # to the empty line's start)
+    resp = c.request(INLINE, _inline(cell[2], 1, 4), timeout=120)
+    assert resp["result"]["items"], resp
+    for item in resp["result"]["items"]:
+        assert item["range"]["start"] == item["range"]["end"] == {"line": 1, "character": 4}
+    robust.assert_normal()
