@@ -83,12 +83,19 @@ def _markup(cell: Cell, comment: str) -> str:
 _CELL_START = re.compile(r"[ \t]*(?:#|//)[ \t]*(?:%%|\[markdown\]|In[ \t]*\[)")
 
 
-def cut_at_cell_end(text: str) -> str:
+def has_cells(text: str) -> bool:
+    """Whether `text` is itself a script of cells (a line that starts one: `# %%`, as VS Code's Python tools and
+    jupytext write notebooks as scripts)."""
+    return any(_CELL_START.match(line) for line in text.split("\n") if line.lstrip()[:1] in ("#", "/"))
+
+
+def cut_at_cell_end(text: str, script: bool = False) -> str:
     """A cell's answer up to the first line that starts another cell: past it the model writes the next cells
-    (`# %%`, markdown as comments), which are not the cell's code. "" where the answer starts with one."""
+    (`# %%`, markdown as comments), which are not the cell's code. "" where the answer starts with one. In a
+    `script` of cells (`has_cells`), an answer's first line may start a cell (where the user begins a new one)."""
     lines = text.split("\n")
     for row, line in enumerate(lines):
-        if _CELL_START.match(line):
+        if _CELL_START.match(line) and not (script and row == 0):
             return "\n".join(lines[:row]) + ("\n" if row else "")
     return text
 

@@ -28,6 +28,7 @@ ANSWERS = [
     ["    return ", "area(r) * 2"],
     # the model runs on into a next cell of its own (the view's `# %%` markers)
     ["radius = 3\n", "\ntotal = area(radius)\n\n# %%\nprint(total)\n"],
+    ["radius = 4\n", "\ntotal = radius * 2\n\n# %%\nprint(total)\n"],
 ]
 SCRIPT = Path(tempfile.gettempdir()) / "dg-lsp-e2e-notebook-answers.json"
 SCRIPT.write_text(json.dumps(ANSWERS), encoding="utf-8")
@@ -122,6 +123,15 @@ async def test_an_answer_stops_where_it_starts_another_cell(client):
     _, cells = _open_notebook(client, "runs_on", [("code", DEFINE), ("code", "radius = 3\n")])
     items = await _items(client, cells[1], 1, 0)
     assert [(i.insert_text, i.range) for i in items] == [("total = area(radius)", _at(1, 0))]
+
+
+async def test_in_a_script_of_cells_too_an_answer_stops_at_the_next_cell(client):
+    """A .py file written as cells (`# %%`, VS Code's Python tools and jupytext): a plain document to the server."""
+    uri, text = "file:///tmp/dg_lsp_e2e_notebooks/cells.py", "import math\n\n# %%\nradius = 4\n"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    items = await _items(client, uri, 4, 0)
+    assert [(i.insert_text, i.range) for i in items] == [("total = radius * 2", _at(4, 0))]
 
 
 async def test_edits_to_cells_and_new_cells_are_read(client):

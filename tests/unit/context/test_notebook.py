@@ -79,3 +79,14 @@ def test_an_answer_ends_where_it_starts_another_cell():
     assert cut_at_cell_end("# %%") == ""
     # a comment that is no cell's start, and a marker inside a line, stay
     assert cut_at_cell_end("x = 1  # %% here\n# plain comment\ny = 2") == "x = 1  # %% here\n# plain comment\ny = 2"
+
+
+def test_a_script_of_cells_is_told_and_keeps_a_new_cell_its_answer_starts():
+    from dg_lsp.context.notebook import cut_at_cell_end, has_cells
+
+    assert has_cells("import math\n\n# %%\nx = 1\n") and has_cells("#%% setup\n") and has_cells("# In[2]:\n")
+    assert not has_cells("x = 1  # %% inline\n# a comment\ny = '# %%'\n")
+    # the user begins a new cell: kept; the cell after it is cut
+    assert cut_at_cell_end("# %%\nprint(x)\n\n# %%\nprint(y)", script=True) == "# %%\nprint(x)\n\n"
+    assert cut_at_cell_end("# %%\nprint(x)", script=False) == ""
+    assert cut_at_cell_end("\n\n# %%\nprint(x)", script=True) == "\n\n"
