@@ -32,9 +32,9 @@ from dg_lsp.context.document import LINE_BREAK
 
 CODE, MARKUP = "code", "markup"
 
-# a line comment per language, for markdown cells
-_COMMENT = {"python": "#", "r": "#", "julia": "#", "javascript": "//", "typescript": "//", "c": "//", "cpp": "//",
-            "java": "//", "go": "//", "rust": "//", "csharp": "//", "scala": "//", "kotlin": "//"}
+# the line comment of each language the server reads (`languages.LANGUAGES`), for the markers and markdown cells
+_COMMENT = {"python": "#", "javascript": "//", "typescript": "//", "tsx": "//", "c": "//", "cpp": "//",
+            "java": "//", "go": "//", "rust": "//"}
 # cell magics whose cell is Python after its first line
 _PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
 

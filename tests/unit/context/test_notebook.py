@@ -90,3 +90,10 @@ def test_a_script_of_cells_is_told_and_keeps_a_new_cell_its_answer_starts():
     assert cut_at_cell_end("# %%\nprint(x)\n\n# %%\nprint(y)", script=True) == "# %%\nprint(x)\n\n"
     assert cut_at_cell_end("# %%\nprint(x)", script=False) == ""
     assert cut_at_cell_end("\n\n# %%\nprint(x)", script=True) == "\n\n"
+
+
+def test_every_language_the_server_reads_has_its_markers():
+    from dg_lsp.context.languages import LANGUAGES
+    from dg_lsp.context.notebook import _COMMENT
+
+    assert set(_COMMENT) == set(LANGUAGES)
