@@ -163,7 +163,11 @@ function M.accept_part(bufnr, unit)
       local text = item.insert_text
       local r = item.range
       local row, col = c[1] - 1, c[2]
-      if type(text) ~= 'string' or (r and (r.start.row ~= row or r.end_.row ~= row or r.end_.col ~= col)) then
+      -- as M.accept: the item's range must hold the cursor
+      if r and not (r.start.row == row and r.end_.row == row and r.start.col <= col and col <= r.end_.col) then
+        return
+      end
+      if type(text) ~= 'string' or (r and r.end_.col ~= col) then
         return apply(bufnr, item) -- a snippet, or a range past the cursor: the whole item
       end
       local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
