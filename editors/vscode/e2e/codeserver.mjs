@@ -228,7 +228,8 @@ async function main() {
   mark('ready', 'dg-lsp status item: $(check)');
 
   // 6. Put the cursor at the end of the file, type, and wait for ghost text.
-  await page.locator(`${ROOT} .view-lines`).last().click();
+  const lines = page.locator(`${ROOT} .view-lines`);
+  await (notebook ? lines.last() : lines.first()).click();
   await page.keyboard.press('Control+End');
   const before = await editorText(page);
   await page.keyboard.type(TYPED, { delay: 50 });
