@@ -151,17 +151,20 @@ def repeats_below(doc: str, start: int, text: str) -> bool:
 
 
 class Session:
-    """`dg-lsp serve` over stdio, initialized and ready, as lsp_runner starts it."""
+    """`dg-lsp serve` over stdio, initialized and ready, as lsp_runner starts it (`notebooks`: as an editor that
+    syncs notebooks, diagnostics/notebooks.py)."""
 
-    def __init__(self, cwd: str | None, model: str | None = None):
+    def __init__(self, cwd: str | None, model: str | None = None, notebooks: bool = False):
         from dg_lsp.bench.lsp_client import LspClient
 
         argv = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu"] + (["--model", model] if model else [])
         self.client = LspClient(argv, settings={}, cwd=cwd)
+        capabilities = {"general": {"positionEncodings": ["utf-16"]},
+                        "workspace": {"configuration": True, "applyEdit": True}}
+        if notebooks:
+            capabilities["notebookDocument"] = {"synchronization": {}}
         self.client.request("initialize", {"processId": os.getpid(), "rootUri": "file:///tmp/dg-lsp-editing",
-                                           "capabilities": {"general": {"positionEncodings": ["utf-16"]},
-                                                            "workspace": {"configuration": True, "applyEdit": True}}},
-                            timeout=600)
+                                           "capabilities": capabilities}, timeout=600)
         self.client.notify("initialized", {})
         deadline = time.monotonic() + 600
         while (status := self.status()).get("state") != "ready":

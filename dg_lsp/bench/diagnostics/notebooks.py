@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from dg_lsp.bench.diagnostics.editing import Session
 
 CODE_KINDS = ("rest", "blank")
 MODES = ("notebook", "alone")
@@ -80,28 +81,12 @@ def hole(text: str, row: int, kind: str) -> tuple[str, int, str]:
     return cut, sum(len(x) + 1 for x in lines[:row]) + keep, line
 
 
-class NotebookSession:
-    """`dg-lsp serve` over stdio, initialized as an editor with notebook sync, and ready."""
+class NotebookSession(Session):
+    """`dg-lsp serve` over stdio, initialized as an editor that syncs notebooks (editing.Session), and ready."""
 
     def __init__(self, cwd: str | None, model: str | None = None):
-        from dg_lsp.bench.lsp_client import LspClient
-
-        argv = [sys.executable, "-m", "dg_lsp", "serve", "--device", "cpu"] + (["--model", model] if model else [])
-        self.client = LspClient(argv, settings={}, cwd=cwd)
-        self.client.request("initialize", {"processId": os.getpid(), "rootUri": "file:///tmp/dg-lsp-notebooks",
-                                           "capabilities": {"general": {"positionEncodings": ["utf-16"]},
-                                                            "notebookDocument": {"synchronization": {}},
-                                                            "workspace": {"configuration": True}}}, timeout=600)
-        self.client.notify("initialized", {})
-        deadline = time.monotonic() + 600
-        while (status := self._status()).get("state") != "ready":
-            if status.get("state") == "error" or time.monotonic() > deadline:
-                raise RuntimeError(f"dg-lsp serve did not load its model: {status.get('error')}")
-            time.sleep(0.2)
+        super().__init__(cwd, model, notebooks=True)
         self.count = 0
-
-    def _status(self) -> dict:
-        return self.client.request("workspace/executeCommand", {"command": "dgLsp.status", "arguments": []}) or {}
 
     def answer(self, cells: list[tuple[str, str]], index: int, cursor: int, mode: str) -> tuple[str, int, int]:
         """(text, range start, range end) in the cell's text, as the editor would apply the item."""
@@ -140,10 +125,6 @@ class NotebookSession:
                     "cellTextDocuments": [{"uri": u} for u in cell_uris]})
             else:
                 self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-
-    def close(self) -> None:
-        self.client.close()
-
 
 def run(args) -> list[dict]:
     from dg_lsp.bench.metrics import edit_similarity
