@@ -26,6 +26,7 @@ from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_window
 from dg_lsp.completion.unbound import without_unbound
+from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document
 from dg_lsp.context.windows import cursor_offset
 
@@ -295,12 +296,17 @@ def selection_end(ctx) -> dict:
 
 # -- the one path ---------------------------------------------------------------------------------------------
 def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str, ctx, *, selection: bool,
-                      max_lines: int, document: str | None = None, names: bool = True) -> str:
+                      max_lines: int, document: str | None = None, names: bool = True, cell: bool = False) -> str:
     """The text shown (or, for a selection, applied) for an engine answer. `prefix` is the prompt's prefix
     (the document before the hole from a stable anchor), `ctx` the request's `CodeContext` (its suffix
     window, indentation, language, whether the cursor's line has text after it). With the whole `document`
     (`ctx`'s positions are in it), a shown suggestion is also read on it (`gate_suggestion`: a file that parsed clean
-    still must, and with `names`, the name check; a selection fill's checks are `selection.refusal`)."""
+    still must, and with `names`, the name check; a selection fill's checks are `selection.refusal`). In a notebook's
+    `cell`, or a script of cells (`# %%`) around the hole, the answer ends where another cell starts."""
+    script = not cell and has_cells(ctx.prefix + ctx.suffix)
+    if cell or script:
+        raw = cut_at_cell_end(raw, script)
+        candidates = [(cut_at_cell_end(t, script), s) for t, s in candidates]
     if len(candidates) > 1:
         raw = rank_by_syntax(candidates, prefix, ctx.suffix, ctx.language) or raw
     # cut where `shown_end` told the engine the shown text ends; a selection fill only at its block's end (issue

@@ -25,7 +25,6 @@ from functools import cached_property
 from dg_lsp.config import Settings
 from dg_lsp.context import extract_context, newline_text
 from dg_lsp.context.names import free_names
-from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.engine import DenoiseParams, Engine, InfillRequest, InfillResult
 
 from . import buckets
@@ -125,16 +124,11 @@ class CompletionService:
         """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark), then for
         a selection fill the whole document's checks (`selection.refusal`): the text, and why a selection fill
         with text is no fill (None where it is not refused so)."""
-        raw, candidates = result.text, result.candidates
-        # a notebook's cell, or a script of cells (`# %%`) around the hole: an answer ends where another cell starts
-        script = not p.req.notebook_cell and has_cells(p.ctx.prefix + p.ctx.suffix)
-        if p.req.notebook_cell or script:
-            raw = cut_at_cell_end(raw, script)
-            candidates = [(cut_at_cell_end(t, script), s) for t, s in candidates]
-        text = finish_suggestion(raw, candidates, p.suggestion.prefix, p.ctx,
+        text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
                                  selection=p.req.is_selection,
                                  max_lines=self.settings.max_lines,
-                                 document=p.req.document, names=self.settings.name_check)
+                                 document=p.req.document, names=self.settings.name_check,
+                                 cell=p.req.notebook_cell)
         if not text or not p.req.is_selection:
             return text, None
         why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language, names=self.settings.name_check)
