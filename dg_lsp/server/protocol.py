@@ -95,30 +95,37 @@ class DgLspProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
-        item = params.text_document
-        self.workspace.text_documents[unquote(item.uri)] = new_document(
-            item.uri, item.text, item.version, item.language_id, self.workspace.position_codec)
+        self._put(params.text_document)
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
             yield user_handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        doc = self.workspace.text_documents.get(unquote(params.text_document.uri))
-        if doc is None:
-            log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+        if not self._change(params.text_document, params.content_changes, "didChange for a document"):
             return
-        for change in params.content_changes:
-            apply_change(doc, change)
-        doc.version = params.text_document.version
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
 
+    def _put(self, item: types.TextDocumentItem) -> None:
+        self.workspace.text_documents[unquote(item.uri)] = new_document(
+            item.uri, item.text, item.version, item.language_id, self.workspace.position_codec)
+
+    def _change(self, document, changes, what: str) -> bool:
+        """`changes` applied to the open `document` (a versioned identifier), leniently (5); False (logged) where it
+        is not open."""
+        doc = self.workspace.text_documents.get(unquote(document.uri))
+        if doc is None:
+            log.warning("%s that is not open: %s", what, document.uri)
+            return False
+        for change in changes:
+            apply_change(doc, change)
+        doc.version = document.version
+        return True
+
     # -- notebooks (8) -----------------------------------------------------------------------------
     def _open_cell(self, item: types.TextDocumentItem, notebook_uri: str) -> None:
-        workspace = self.workspace
-        workspace.text_documents[unquote(item.uri)] = new_document(
-            item.uri, item.text, item.version, item.language_id, workspace.position_codec)
-        workspace._cell_in_notebook[unquote(item.uri)] = unquote(notebook_uri)  # noqa: SLF001 - pygls' own map
+        self._put(item)
+        self.workspace._cell_in_notebook[unquote(item.uri)] = unquote(notebook_uri)  # noqa: SLF001 - pygls' own map
 
     @lsp_method(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def lsp_notebook_document__did_open(self, params: types.DidOpenNotebookDocumentParams):
@@ -162,10 +169,4 @@ class DgLspProtocol(LanguageServerProtocol):
             for closed in structure.did_close or []:
                 self.workspace.remove_text_document(closed.uri)
         for text in cells.text_content or []:
-            doc = self.workspace.text_documents.get(unquote(text.document.uri))
-            if doc is None:
-                log.warning("a change to a notebook cell that is not open: %s", text.document.uri)
-                continue
-            for change in text.changes:
-                apply_change(doc, change)
-            doc.version = text.document.version
+            self._change(text.document, text.changes, "a change to a notebook cell")
