@@ -37,13 +37,16 @@ function M.visible(bufnr)
   return require('dg_lsp.ghost').visible(bufnr)
 end
 
---- Insert the shown suggestion now, if any (not from an `<expr>` mapping). With `key`, type
---- that key instead when there is no suggestion. Used by the accept mapping.
-function M.accept_now(bufnr, key)
+--- Insert the shown suggestion now, if any (not from an `<expr>` mapping): its next word (`unit`
+--- 'word') or the rest of its line ('line'), the rest staying shown, or (`unit` nil) all of it. With
+--- `key`, type that key instead when there is no suggestion. Used by the mappings.
+function M.accept_part_now(bufnr, unit, key)
   bufnr = resolve(bufnr)
   local done
   if renderers[bufnr] == 'native' then
-    done = require('dg_lsp.native').accept(bufnr)
+    done = require('dg_lsp.native').accept(bufnr, unit)
+  elseif unit then
+    done = require('dg_lsp.ghost').accept_part_now(bufnr, unit)
   else
     done = require('dg_lsp.ghost').accept_now(bufnr)
   end
@@ -53,21 +56,9 @@ function M.accept_now(bufnr, key)
   return done
 end
 
---- Insert the next word (`unit` 'word') or the rest of the line ('line') of the shown suggestion
---- now, if any (not from an `<expr>` mapping); the rest stays shown. With `key`, type that key
---- instead when there is no suggestion. Used by the accept_word and accept_line mappings.
-function M.accept_part_now(bufnr, unit, key)
-  bufnr = resolve(bufnr)
-  local done
-  if renderers[bufnr] == 'native' then
-    done = require('dg_lsp.native').accept_part(bufnr, unit)
-  else
-    done = require('dg_lsp.ghost').accept_part_now(bufnr, unit)
-  end
-  if not done and key then
-    api.nvim_feedkeys(vim.keycode(key), 'nit', false)
-  end
-  return done
+--- Insert the whole shown suggestion now (`accept_part_now` with no unit). Used by the accept mapping.
+function M.accept_now(bufnr, key)
+  return M.accept_part_now(bufnr, nil, key)
 end
 
 local MAP_DESC = 'dg-lsp: accept the suggestion'

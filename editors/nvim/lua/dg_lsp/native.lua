@@ -115,10 +115,36 @@ local function apply(bufnr, item)
   end
 end
 
---- Accept the built-in item if it is fresh. Returns false (and changes nothing) otherwise. The
---- built-in `get()` applies from a scheduled callback; the item is dropped if the buffer changed
---- in between.
-function M.accept(bufnr)
+--- Insert the part of the item that comes next, after what is typed (`partial.take`'s word or line, placed
+--- at the cursor), or the whole item where that is all of it, or it is a snippet, or its range runs
+--- past the cursor. The built-in renderer asks again for the rest (the server answers it from its
+--- cache of the suggestion being typed through).
+local function apply_part(bufnr, item, unit, c)
+  local text, r = item.insert_text, item.range
+  local row, col = c[1] - 1, c[2]
+  if type(text) ~= 'string' or (r and r.end_.col ~= col) then
+    return apply(bufnr, item)
+  end
+  local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
+  local typed = r and line:sub(r.start.col + 1, col) or ''
+  if text:sub(1, #typed) ~= typed then
+    return
+  end
+  local rest = text:sub(#typed + 1)
+  local part = require('dg_lsp.partial').take(rest, unit)
+  if #part >= #rest then
+    return apply(bufnr, item)
+  end
+  local lines = vim.split(part, '\n', { plain = true })
+  api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
+  api.nvim_win_set_cursor(vim.fn.bufwinid(bufnr), { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
+end
+
+--- Accept the built-in item if it is fresh: whole, or (`unit` 'word' or 'line') the part of it that
+--- comes next (`apply_part`). Returns false (and changes nothing) otherwise. The built-in `get()`
+--- applies from a scheduled callback; the item is dropped if the buffer changed in between.
+---@param unit? 'word'|'line'
+function M.accept(bufnr, unit)
   if not M.fresh(bufnr) then
     return false
   end
@@ -139,50 +165,11 @@ function M.accept(bufnr)
           return
         end
       end
-      apply(bufnr, item)
-    end,
-  })
-end
-
---- Insert the word or the line (`unit`) of the built-in item that comes next, if the item is
---- fresh; the built-in renderer asks again for the rest (the server answers it from its cache of
---- the suggestion being typed through). Returns false (and changes nothing) otherwise.
----@param unit 'word'|'line'
-function M.accept_part(bufnr, unit)
-  if not M.fresh(bufnr) then
-    return false
-  end
-  local tick = api.nvim_buf_get_changedtick(bufnr)
-  return vim.lsp.inline_completion.get({
-    bufnr = bufnr,
-    on_accept = function(item)
-      local c = cursor_of(bufnr)
-      if not api.nvim_buf_is_valid(bufnr) or api.nvim_buf_get_changedtick(bufnr) ~= tick or not c then
-        return
+      if unit == nil then
+        apply(bufnr, item)
+      elseif c then
+        apply_part(bufnr, item, unit, c)
       end
-      local text = item.insert_text
-      local r = item.range
-      local row, col = c[1] - 1, c[2]
-      -- as M.accept: the item's range must hold the cursor
-      if r and not (r.start.row == row and r.end_.row == row and r.start.col <= col and col <= r.end_.col) then
-        return
-      end
-      if type(text) ~= 'string' or (r and r.end_.col ~= col) then
-        return apply(bufnr, item) -- a snippet, or a range past the cursor: the whole item
-      end
-      local line = api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
-      local typed = r and line:sub(r.start.col + 1, col) or ''
-      if text:sub(1, #typed) ~= typed then
-        return
-      end
-      local rest = text:sub(#typed + 1)
-      local part = require('dg_lsp.partial').take(rest, unit)
-      if #part >= #rest then
-        return apply(bufnr, item)
-      end
-      local lines = vim.split(part, '\n', { plain = true })
-      api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
-      api.nvim_win_set_cursor(vim.fn.bufwinid(bufnr), { row + #lines, (#lines == 1 and col or 0) + #lines[#lines] })
     end,
   })
 end
