@@ -7,50 +7,9 @@
 local api = vim.api
 local env = vim.env
 local results = { log = {}, buffers = {} }
-local finished = false
-
-local function log(msg)
-  table.insert(results.log, ('%6d ms  %s'):format(vim.uv.now() - results.t0, msg))
-end
-
-local function finish()
-  if finished then
-    return
-  end
-  finished = true
-  local f = assert(io.open(env.DG_TEST_OUT, 'w'))
-  f:write(vim.json.encode(results))
-  f:close()
-  vim.cmd('qa!')
-end
-
-local co
-local function sleep(ms)
-  vim.defer_fn(function()
-    local ok, err = coroutine.resume(co)
-    if not ok then
-      results.error = debug.traceback(co, err)
-      finish()
-    end
-  end, ms)
-  coroutine.yield()
-end
-
-local function wait_for(what, timeout_ms, pred)
-  local start = vim.uv.now()
-  while true do
-    local value = pred()
-    if value then
-      log(what .. ': yes')
-      return value
-    end
-    if vim.uv.now() - start > timeout_ms then
-      log(what .. ': timed out')
-      return nil
-    end
-    sleep(20)
-  end
-end
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'nvim_harness.lua'))
+  .new(results)
+local log, finish, sleep, wait_for = H.log, H.finish, H.sleep, H.wait_for
 
 --- Insert-mode buffer-local mappings of `bufnr`: lhs (keycodes as typed) -> desc.
 local function insert_maps(bufnr)
@@ -119,18 +78,4 @@ local function main()
   case('none', vim.tbl_extend('force', slow, { keymaps = { accept = false } }), '<Tab>')
 end
 
-vim.defer_fn(function()
-  results.error = results.error or 'driver timed out'
-  finish()
-end, tonumber(env.DG_TEST_TIMEOUT_MS or '120000'))
-
-co = coroutine.create(function()
-  local ok, err = xpcall(main, debug.traceback)
-  if not ok then
-    results.error = err
-  end
-  finish()
-end)
-vim.schedule(function()
-  coroutine.resume(co)
-end)
+H.run(main, 120000)
