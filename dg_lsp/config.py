@@ -46,6 +46,9 @@ class Settings:
     deadline_ms: float | None = 5000.0
     automatic_trigger: bool = True  # answer automatic (as-you-type) requests
     max_lines: int = 8  # at most this many lines in one inline suggestion
+    # an explicit (invoked) inline request answers up to this many items: the answer, then the other lines the engine
+    # weighed (the suffix-scored alternatives), each finished and checked as the answer is; the editor cycles them
+    max_suggestions: int = 3
     # Python: a suggestion that reads a name nothing binds is cut before that line, or not shown, and such a selection
     # fill is no fill (completion/unbound.py); false shows them (a call to a function not yet written)
     name_check: bool = True
@@ -71,7 +74,7 @@ _CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("auto", "float32", "bfl
 _RANGES = {"max_steps": (1, 256), "temperature": (0.0, 2.0), "entropy_bound": (1e-6, 100.0),
            "verify_weight": (0.0, 100.0), "alternatives": (0, 8), "start_slots": (0, 1024),
            "prefix_tokens": (16, 32768), "suffix_tokens": (0, 8192), "deadline_ms": (1.0, 600_000.0),
-           "max_lines": (1, 200), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
+           "max_lines": (1, 200), "max_suggestions": (1, 8), "max_document_chars": (1, 10**9), "debounce_ms": (0.0, 2000.0),
            "batch_documents": (0, 64)}
 
 

@@ -70,28 +70,33 @@ class SuggestionCache:
         self._exact.clear()
         self._recent.clear()
 
-    def put(self, ctx: SuggestionContext, text: str) -> None:
-        self._exact[ctx.key] = text
+    def put(self, ctx: SuggestionContext, text: str, others: tuple[str, ...] = ()) -> None:
+        """Keep `text` (the answer, possibly empty) and `others` (an explicit request's other items) for `ctx`."""
+        self._exact[ctx.key] = (text, tuple(others))
         self._exact.move_to_end(ctx.key)
         while len(self._exact) > self.capacity:
             self._exact.popitem(last=False)
         if text:
             recent = self._recent.pop(ctx.doc_key, None) or deque(maxlen=self._per_document)
-            recent.append((ctx, text))
+            recent.append((ctx, (text, *others)))
             self._recent[ctx.doc_key] = recent
             while len(self._recent) > self._documents:
                 self._recent.popitem(last=False)
 
-    def get(self, ctx: SuggestionContext) -> str | None:
-        text = self._exact.get(ctx.key)
-        if text is not None:
+    def get(self, ctx: SuggestionContext) -> tuple[str, tuple[str, ...]] | None:
+        """(the answer, the other items) kept for this very context, or None."""
+        found = self._exact.get(ctx.key)
+        if found is not None:
             self._exact.move_to_end(ctx.key)
-        return text
+        return found
 
-    def type_through(self, ctx: SuggestionContext) -> str | None:
-        """The rest of a recent suggestion for this document whose start the user has typed."""
-        for old, text in reversed(self._recent.get(ctx.doc_key, ())):
-            rest = rest_after_typing(old, text, ctx)
-            if rest is not None:
-                return rest
+    def type_through(self, ctx: SuggestionContext) -> tuple[str, tuple[str, ...]] | None:
+        """The rest of a recent suggestion for this document whose start the user has typed, and the rests of its
+        other items that start so too (typing `for i in range(` through `...(n):` and `...(m):` keeps both); the
+        answer's rest first where it matches, else the first other's that does."""
+        for old, texts in reversed(self._recent.get(ctx.doc_key, ())):
+            rests = [r for r in (rest_after_typing(old, t, ctx) for t in texts) if r is not None]
+            if rests:
+                rests = list(dict.fromkeys(rests))
+                return rests[0], tuple(rests[1:])
         return None

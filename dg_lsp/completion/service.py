@@ -76,6 +76,9 @@ class Suggestion:
     timings_ms: dict[str, float] = field(default_factory=dict)
     source: str = "computed"  # computed | cache | typed (typed through a suggestion) | inflight
     refusal: str | None = None  # why a selection fill the model wrote is no fill, where the whole document says so
+    # an explicit request's other items for the same range, best first (CompletionService._others); the editor
+    # cycles through them after `text`
+    others: tuple[str, ...] = ()
 
 
 def params_from(settings: Settings) -> DenoiseParams:
@@ -115,20 +118,21 @@ class CompletionService:
         ctx = extract_context(req.document, req.language_id, req.line, req.column, end=req.end,
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
         variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.start_slots, s.seed, s.deadline_ms, s.length_strategy,
-                   s.prefix_tokens, s.max_lines, req.automatic, req.end is not None and req.is_selection)
+                   s.prefix_tokens, s.max_lines, s.max_suggestions, req.automatic, req.end is not None and req.is_selection)
         # keyed on the gate's window after the hole (it holds the model's): the shown text was judged in it
         suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.judge_suffix or ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)
 
+    def _shown(self, p: _Prepared, raw: str, candidates) -> str:
+        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark)."""
+        return finish_suggestion(raw, candidates, p.suggestion.prefix, p.ctx, selection=p.req.is_selection,
+                                 max_lines=self.settings.max_lines, document=p.req.document,
+                                 names=self.settings.name_check, cell=p.req.notebook_cell)
+
     def _finish(self, p: _Prepared, result: InfillResult) -> tuple[str, str | None]:
-        """Post-processing and the syntax gate (`postprocess.finish_suggestion`, shared with the benchmark), then for
-        a selection fill the whole document's checks (`selection.refusal`): the text, and why a selection fill
-        with text is no fill (None where it is not refused so)."""
-        text = finish_suggestion(result.text, result.candidates, p.suggestion.prefix, p.ctx,
-                                 selection=p.req.is_selection,
-                                 max_lines=self.settings.max_lines,
-                                 document=p.req.document, names=self.settings.name_check,
-                                 cell=p.req.notebook_cell)
+        """`_shown` of the answer, then for a selection fill the whole document's checks (`selection.refusal`): the
+        text, and why a selection fill with text is no fill (None where it is not refused so)."""
+        text = self._shown(p, result.text, result.candidates)
         if not text or not p.req.is_selection:
             return text, None
         why = refusal(p.req.document, p.ctx.start, p.ctx.end, text, p.ctx.language, names=self.settings.name_check)
@@ -136,6 +140,24 @@ class CompletionService:
             log.info("selection fill refused: %s (%d chars)", why, len(text))
             return "", why
         return text, None
+
+    def _others(self, p: _Prepared, result: InfillResult, text: str) -> tuple[str, ...]:
+        """An explicit request's other items (at most `maxSuggestions` - 1): the other lines the engine weighed
+        against its answer (the suffix-scored alternatives, `InfillResult.alternatives`), best score first, each
+        finished and checked as the answer is (`_shown`); one that comes out empty, the same as the answer or as an
+        item before it is left out. None for an automatic request (an editor asks explicitly to cycle), a selection
+        fill, or an empty answer (what the checks refused is not replaced by a line the engine scored lower)."""
+        limit = self.settings.max_suggestions - 1
+        if limit < 1 or p.req.automatic or p.req.is_selection or not text:
+            return ()
+        out: list[str] = []
+        for line, _ in sorted(result.alternatives, key=lambda kv: -kv[1]):
+            if len(out) >= limit:
+                break
+            other = self._shown(p, line, [])
+            if other and other != text and other not in out:
+                out.append(other)
+        return tuple(out)
 
     # -- the request path -----------------------------------------------------------------------
     async def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Suggestion | None:
@@ -165,16 +187,17 @@ class CompletionService:
         return await self._compute(p, ticket, use_cache, cancel)
 
     def _from_cache(self, p: _Prepared) -> Suggestion | None:
-        text = self.cache.get(p.suggestion)
+        found = self.cache.get(p.suggestion)
         source = "cache"
-        if text is None:
-            text, source = self.cache.type_through(p.suggestion), "typed"
-            if text is not None:
-                self.cache.put(p.suggestion, text)
-        if text is None:
+        if found is None:
+            found, source = self.cache.type_through(p.suggestion), "typed"
+            if found is not None:
+                self.cache.put(p.suggestion, *found)
+        if found is None:
             return None
         self.stats["cacheExact" if source == "cache" else "cacheTyped"] += 1
-        return self._suggestion(p, text, None, source)
+        text, others = found
+        return self._suggestion(p, text, None, source, others=others)
 
     def _adoptable(self, running: Computation, p: _Prepared) -> bool:
         """Wait for the document's running computation instead of replacing it? Always when it is for
@@ -230,9 +253,9 @@ class CompletionService:
         if outcome is None:  # the computation was stopped (by the client's $/cancelRequest, or a fill)
             self.stats["superseded"] += 1
             return None
-        text, result, why = outcome
+        text, result, why, others = outcome
         self.stats["computed"] += 1
-        return self._suggestion(p, text, result, source, why)
+        return self._suggestion(p, text, result, source, why, others)
 
     def _start(self, p: _Prepared, use_cache: bool, cancel) -> Computation:
         params = params_from(self.settings)
@@ -262,18 +285,19 @@ class CompletionService:
             # the syntax checks (length ranking, the gate) parse the window: off the event loop
             text, why = await asyncio.to_thread(self._finish, p, result) \
                 if result.text.strip() or len(result.candidates) > 1 else self._finish(p, result)
+            others = await asyncio.to_thread(self._others, p, result, text) if result.alternatives else ()
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total
             if use_cache and not result.deadline_hit:  # a fill cut by time may finish when asked again
-                self.cache.put(p.suggestion, text)
-            return text, result, why
+                self.cache.put(p.suggestion, text, others)
+            return text, result, why, others
 
         self.stats["computations"] += 1
         return self.slots.start(p.req.doc_key, p.suggestion, infill, run())
 
     def _suggestion(self, p: _Prepared, text: str, result: InfillResult | None, source: str,
-                    refusal: str | None = None) -> Suggestion:
+                    refusal: str | None = None, others: tuple[str, ...] = ()) -> Suggestion:
         req = p.req
         end = req.end if req.end is not None else (req.line, req.column)
         timings = dict(result.timings_ms if result is not None else {}, context=p.context_ms,
@@ -283,6 +307,8 @@ class CompletionService:
         detail = ""
         if result is not None:
             detail = f", {result.steps} steps" + (", step budget hit" if result.deadline_hit else "")
+        if others:
+            detail += f", {len(others)} more item" + ("s" if len(others) > 1 else "")
         log.info("completion %d chars in %.0f ms (%s%s)", len(text), timings["total_request"], source, detail)
         return Suggestion(text=text, start=(req.line, req.column), end=end, result=result, timings_ms=timings,
-                          source=source, refusal=refusal)
+                          source=source, refusal=refusal, others=others)

@@ -188,6 +188,7 @@ def result_from_json(data: dict) -> InfillResult:
     known = {f.name for f in fields(InfillResult)}
     kwargs = {k: v for k, v in data.items() if k in known}  # a newer engine may send more
     kwargs["candidates"] = [tuple(c) for c in kwargs.get("candidates", [])]
+    kwargs["alternatives"] = [tuple(a) for a in kwargs.get("alternatives", [])]
     kwargs["timings_ms"] = dict(kwargs.get("timings_ms", {}))
     return InfillResult(**kwargs)
 

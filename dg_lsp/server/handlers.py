@@ -63,7 +63,9 @@ def register(server: DgLspServer) -> None:
         if answer is None or not answer[0].text:
             return types.InlineCompletionList(items=[])
         suggestion, rng = answer
-        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=suggestion.text, range=rng)])
+        # an explicit request's other items (Suggestion.others) follow the answer over the same range
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text, range=rng)
+                                                 for text in (suggestion.text, *suggestion.others)])
 
     @server.command(FILL_SELECTION)
     async def fill_selection(ls: DgLspServer, *args):

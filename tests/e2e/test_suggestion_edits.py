@@ -65,6 +65,9 @@ ANSWERS = [
     ["sx_put(self):\n        ", "\n        return [3"],
     # a selection fill in SEL_SOURCE with lone \r line breaks
     ["sx_get(self):\r        ", "return 2"],
+    # the lines the engine weighed against the answer (its suffix-scored alternatives), best first: an explicit
+    # request's other items
+    ["    it1 = ", "range(n)", ["nope(n)", "range(m)", "range(n)", "range(n, m)\n    more(n)", "range(len(n))"]],
 ]
 # name: (document, cursor line, cursor column)
 RULES = {
@@ -88,6 +91,7 @@ RULES = {
     "unbound_later": ("def uc(a):\n    uc1 = a\n", 1, 11),
     "unbound_js": ("function uj(a) {\n  const uj1 = \n  return uj1;\n}\n", 1, 14),
     "unbound_later_js": ("function uk(a) {\n  const uk1 = a;\n}\n", 1, 16),
+    "items": ("def it(n, m):\n    it1 = \n    return it1\n", 1, 10),
 }
 FILL_SOURCE = "def fw():\n    fw_a = 1\n\nfw()\n"
 SEL_SOURCE = "class Sx:\n    def sx_get(self):\n        return 1\n\n    def sx_put(self):\n        return 3\n"
@@ -347,6 +351,31 @@ async def test_a_javascript_suggestion_that_reads_a_name_nothing_declares_is_cut
     items, after = await _rule(client, "unbound_later_js", automatic)
     assert [i.insert_text for i in items] == ["\n  const uk2 = uk1 + 1;"]
     assert lsp_lines(after) == ["function uk(a) {", "  const uk1 = a;", "  const uk2 = uk1 + 1;", "}"]
+
+
+async def test_an_explicit_request_gets_the_other_lines_the_engine_weighed_as_more_items(client):
+    """The answer first, then the alternatives by their score, each finished and checked as the answer is: one that
+    reads a name nothing binds is left out, one the same as the answer too, one that runs on is cut to the cursor's
+    line, and no more than `maxSuggestions` items (3). An automatic request gets the answer alone."""
+    items, after = await _rule(client, "items")
+    assert [i.insert_text for i in items] == ["range(n)", "range(m)", "range(n, m)"]
+    assert all(i.range == items[0].range for i in items)
+    assert lsp_lines(after)[1] == "    it1 = range(n)"
+    items, _ = await _rule(client, "items", automatic=True)
+    assert [i.insert_text for i in items] == ["range(n)"]
+    try:
+        for most, texts in ((1, ["range(n)"]), (8, ["range(n)", "range(m)", "range(n, m)", "range(len(n))"])):
+            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+                settings={"dgLsp": {"maxSuggestions": most}}))
+            status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
+            assert status["settings"]["maxSuggestions"] == most
+            items, _ = await _rule(client, "items")
+            assert [i.insert_text for i in items] == texts
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"dgLsp": {"maxSuggestions": 3}}))
+        status = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dgLsp.status"))
+        assert status["settings"]["maxSuggestions"] == 3
 
 
 async def test_a_selection_fill_is_applied_whole(client):

@@ -33,17 +33,28 @@ def test_rest_after_typing():
 def test_exact_hits_and_typing_through():
     cache = SuggestionCache(capacity=2)
     cache.put(_ctx(), "3.14 * r * r")
-    assert cache.get(_ctx()) == "3.14 * r * r"
+    assert cache.get(_ctx()) == ("3.14 * r * r", ())
     assert cache.get(_ctx("3")) is None
-    assert cache.type_through(_ctx("3.")) == "14 * r * r"
+    assert cache.type_through(_ctx("3.")) == ("14 * r * r", ())
     assert cache.type_through(_ctx("4")) is None
     cache.put(_ctx("x"), "")
     cache.put(_ctx("y"), "z")
     assert len(cache) == 2 and cache.get(_ctx()) is None  # least recently used went
-    assert cache.type_through(_ctx("3.1")) == "4 * r * r"  # recent suggestions of the document remain
+    assert cache.type_through(_ctx("3.1")) == ("4 * r * r", ())  # recent suggestions of the document remain
 
 
 def test_exact_hits_stay_within_a_document():
     cache = SuggestionCache()
     cache.put(_ctx(key="a.py"), "3.14")
-    assert cache.get(_ctx(key="b.py")) is None and cache.get(_ctx(key="a.py")) == "3.14"
+    assert cache.get(_ctx(key="b.py")) is None and cache.get(_ctx(key="a.py")) == ("3.14", ())
+
+
+def test_other_items_are_kept_and_typed_through():
+    """An explicit request's other items come back with the answer, and typing keeps those whose start was typed."""
+    cache = SuggestionCache()
+    cache.put(_ctx(), "r * r * 3.14", ("3.14 * r * r", "3.14 * r ** 2", "2 * r"))
+    assert cache.get(_ctx()) == ("r * r * 3.14", ("3.14 * r * r", "3.14 * r ** 2", "2 * r"))
+    # the answer does not start with what was typed: the first other that does leads
+    assert cache.type_through(_ctx("3.14 * r")) == (" * r", (" ** 2",))
+    assert cache.type_through(_ctx("r")) == (" * r * 3.14", ())
+    assert cache.type_through(_ctx("5")) is None
