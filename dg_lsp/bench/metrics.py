@@ -106,6 +106,9 @@ def summarize(samples: list[dict]) -> dict:
         "pass_at_1": mean([s["passed"] for s in samples]),
         "syntax_valid": mean([s["syntax_valid"] for s in samples]),
         "show_rate": mean([s.get("shown") for s in samples]),
+        # items a shown answer had (an explicit request's others, --via lsp), and the share where any item is exact
+        "items": mean([s.get("items") for s in samples if s.get("shown") and s.get("items") is not None]),
+        "exact_in_items": mean([s.get("exact_in_items") for s in samples]),
         "shown_syntax_clean": mean([s["syntax_valid"] for s in samples if s.get("shown")]),
         "errors": sum(1 for s in samples if s.get("error")),
         "latency_ms": {

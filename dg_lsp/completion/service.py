@@ -117,8 +117,9 @@ class CompletionService:
         s = self.settings
         ctx = extract_context(req.document, req.language_id, req.line, req.column, end=req.end,
                               prefix_budget=s.prefix_tokens, suffix_budget=s.suffix_tokens)
-        variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.start_slots, s.seed, s.deadline_ms, s.length_strategy,
-                   s.prefix_tokens, s.max_lines, s.max_suggestions, req.automatic, req.end is not None and req.is_selection)
+        variant = (s.max_steps, s.temperature, s.entropy_bound, s.verify_weight, s.alternatives, s.start_slots, s.seed,
+                   s.deadline_ms, s.length_strategy, s.prefix_tokens, s.max_lines, s.max_suggestions, req.automatic,
+                   req.end is not None and req.is_selection)
         # keyed on the gate's window after the hole (it holds the model's): the shown text was judged in it
         suggestion = SuggestionContext(req.doc_key, ctx.prefix, ctx.judge_suffix or ctx.suffix, ctx.cursor, variant)
         return _Prepared(req, ctx, suggestion, t0, (time.perf_counter() - t0) * 1000)

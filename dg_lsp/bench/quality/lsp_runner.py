@@ -56,8 +56,12 @@ def offset_of(text: str, position: dict) -> int:
     return start + col
 
 
+def all_items(result) -> list[dict]:
+    return list(result.get("items", []) if isinstance(result, dict) else (result or []))
+
+
 def first_item(result) -> dict | None:
-    items = result.get("items", []) if isinstance(result, dict) else (result or [])
+    items = all_items(result)
     return items[0] if items else None
 
 
@@ -134,6 +138,9 @@ class LspRunner:
             result, error = None, f"{type(exc).__name__}: {exc}"
         latency = (time.perf_counter() - t0) * 1000.0
         completion = self._to_completion(task, doc, first_item(result), latency, error)
+        # the other items an editor cycles through (an explicit request's; CompletionService._others)
+        completion.others = tuple(self._to_completion(task, doc, item, latency, None)
+                                  for item in all_items(result)[1:] if isinstance(item, dict))
         try:
             self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             engine_ms = self._status().get("lastLatencyMs")

@@ -33,6 +33,8 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
           "pass_at_1": float | null,                 # null where tasks have no tests
           "syntax_valid": float | null,              # null without a grammar
           "show_rate": float | null,                 # share of requests that got a (non-empty) suggestion
+          "items": float | null,                     # mean items of a shown answer (the answer and its others)
+          "exact_in_items": float | null,            # share where the answer or one of its other items is exact
           "shown_syntax_clean": float | null,        # share of the shown suggestions that are syntax valid
           "errors": int,                             # failed requests (scored as empty)
           "latency_ms": {"p50", "p95", "max", "mean",   # floats | null; wall time per completion
@@ -45,7 +47,8 @@ JSON schema (`--out FILE.json`, `"schema": "dg-lsp-bench/1"`)::
           "peak_memory_mb": float | null             # the config's, repeated per row
       }],
       "samples": [{"label", "task_id", "kind", "language", "completion", "exact_match",
-                   "edit_similarity", "syntax_valid", "shown", "passed", "exec_status", "latency_ms",
+                   "edit_similarity", "syntax_valid", "shown", "items", "exact_in_items", "passed",
+                   "exec_status", "latency_ms",
                    "encode_ms", "denoise_ms", "engine_ms", "steps", "tokens_per_forward",
                    "generated_tokens", "error"}]
     }
@@ -124,6 +127,11 @@ def markdown_table(rows: list[dict]) -> str:
                  _num(lat["p50"]), _num(lat["p95"]), _num(lat["max"]), split, _num(r["steps"], 1),
                  _num(r["tokens_per_forward"], 2), _num(r["tokens_per_s"], 1), _num(r.get("peak_memory_mb"))]
         lines.append("| " + " | ".join(cells) + " |")
+    for r in rows:  # where the editor got more than one item (an explicit request's others, --via lsp)
+        if r.get("items") and r["items"] > 1:
+            lines.append(f"\n{r['mode']}/{r['via']} {r['kind']} {r['language']}: {r['items']:.2f} items a shown "
+                         f"answer; EM of any item {_pct(r.get('exact_in_items'))}% "
+                         f"(the first: {_pct(r['exact_match'])}%)")
     return "\n".join(lines)
 
 

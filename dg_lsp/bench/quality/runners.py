@@ -58,6 +58,7 @@ class TaskEdit:
     tokens_per_forward: float | None = None
     generated_tokens: int | None = None
     error: str | None = None
+    others: tuple = ()  # the other items of the answer (an explicit request's, --via lsp), as TaskEdits
 
 
 def insertion(task: Task, text: str, latency_ms: float, **kw) -> TaskEdit:

@@ -32,17 +32,23 @@ def score(task: Task, completion: TaskEdit) -> dict:
     """One sample's record (everything but the test outcome, which `run_tests` adds)."""
     edited, middle = apply_completion(task, completion)
     timings = completion.timings_ms or {}
+    exact = metrics.exact_match(middle, task.middle) if completion.error is None else False
+    shown = completion.error is None and bool(completion.text)
     return {
         "task_id": task.task_id,
         "kind": task.kind,
         "language": task.language,
         "completion": middle,
-        "exact_match": metrics.exact_match(middle, task.middle) if completion.error is None else False,
+        "exact_match": exact,
         "edit_similarity": metrics.edit_similarity(middle, task.middle),
         "syntax_valid": metrics.syntax_valid(task.original, edited, task.language),
         # the editor got a suggestion (a non-empty item): the show rate, and the share of shown ones that
         # are syntax-clean, are what a user sees
-        "shown": completion.error is None and bool(completion.text),
+        "shown": shown,
+        # the items the editor can cycle through (the answer and its others), and whether any is exact
+        "items": (1 + len(completion.others)) if shown else 0,
+        "exact_in_items": exact or any(metrics.exact_match(apply_completion(task, other)[1], task.middle)
+                                       for other in completion.others),
         "passed": None,
         "exec_status": None,
         "latency_ms": completion.latency_ms,

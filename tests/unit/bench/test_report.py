@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dg_lsp.bench.quality import report
+from dg_lsp.bench.quality import lsp_runner, report
 from dg_lsp.bench.quality.lsp_runner import LspRunner, offset_of, utf16_position
 from dg_lsp.bench.quality.runners import TaskEdit, shape_continuation
 from dg_lsp.bench.quality.scoring import apply_completion, score
@@ -20,6 +20,25 @@ def test_apply_insertion_and_lsp_range():
     # An item that rewrites the text before the cursor is scored as what it inserts.
     edited, middle = apply_completion(TASK, TaskEdit("    yield x", 10, 22, 1.0))
     assert edited == "def f(x):\n    yield x\n" and middle == "    yield x"
+
+
+def test_the_other_items_are_scored_as_the_editor_applies_them():
+    """An explicit request's other items (--via lsp): how many a shown answer had, and whether any is exact, each
+    applied over its own range; the first item alone still makes `exact_match`."""
+    others = (TaskEdit(" * 2", 22, 22, 1.0), TaskEdit("    return x + 1", 10, 22, 1.0))
+    first = TaskEdit(" - 1", 22, 22, 1.0, others=others)
+    got = score(TASK, first)
+    assert (got["exact_match"], got["exact_in_items"], got["items"]) == (False, True, 3)
+    alone = score(TASK, TaskEdit(" - 1", 22, 22, 1.0, others=(TaskEdit(" * 2", 22, 22, 1.0),)))
+    assert (alone["exact_in_items"], alone["items"]) == (False, 2)
+    assert score(TASK, TaskEdit("", 22, 22, 1.0))["items"] == 0
+    rows = report.build_rows([{"label": "d", "mode": "diffusion", "via": "lsp", "max_steps": 16}],
+                             [dict(got, label="d", latency_ms=1.0), dict(alone, label="d", latency_ms=1.0)])
+    assert (rows[0]["items"], rows[0]["exact_in_items"], rows[0]["exact_match"]) == (2.5, 0.5, 0.0)
+    assert "2.50 items a shown answer; EM of any item 50.0% (the first: 0.0%)" in report.markdown_table(rows)
+    doc = TASK.prefix + TASK.suffix
+    assert [LspRunner._to_completion(TASK, doc, item, 1.0, None).text for item in lsp_runner.all_items(
+        {"items": [{"insertText": " - 1"}, {"insertText": " + 1"}]})] == [" - 1", " + 1"]
 
 
 def test_utf16_positions_round_trip():
