@@ -13,7 +13,9 @@
 // and Chromium are stopped on every path. With `"notebook": true` the same lines are the last code
 // cell of demo.ipynb (a markdown cell and a code cell above it), typed in VS Code's notebook editor;
 // the result's texts are that cell's, and `file` is its source in the saved notebook (`cellLines`:
-// that cell's lines instead; `typed`: what is typed instead of `a`).
+// that cell's lines instead; `typed`: what is typed instead of `a`). With `"cycle": true`, once ghost text is
+// shown, Alt+] (editor.action.inlineSuggest.showNext: VS Code asks the server explicitly for its items) must show
+// another suggestion, which Tab then accepts; the result's `cycled` holds the first and the next.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -247,6 +249,19 @@ async function main() {
   await new Promise((r) => setTimeout(r, 300)); // let the ghost text settle (and be drawn whole)
   ghost = await ghostText(page);
   if (!ghost.trim()) throw new Error('the ghost text went away before Tab');
+  let cycled;
+  if (cfg.cycle) {
+    const first = ghost;
+    await page.keyboard.press('Alt+BracketRight');
+    await until('another suggestion after Alt+]', async () => {
+      const now = await ghostText(page);
+      return now.trim() && now !== first ? now : '';
+    }, 60_000);
+    await new Promise((r) => setTimeout(r, 300));
+    ghost = await ghostText(page);
+    cycled = [first, ghost];
+    mark('cycled', JSON.stringify(cycled));
+  }
   const typed = await editorText(page);
   mark('ghost', JSON.stringify(ghost));
   if (cfg.screenshot) await page.screenshot({ path: cfg.screenshot });
@@ -266,7 +281,7 @@ async function main() {
     return /\d+ ms/.test(text) ? text : '';
   }, 15_000);
 
-  const result = { ghost, before, typed, after, file, statusText, timings };
+  const result = { ghost, before, typed, after, file, statusText, timings, cycled };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }
 

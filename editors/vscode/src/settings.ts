@@ -20,6 +20,7 @@ export interface ServerSettings {
   suffixTokens?: number;
   deadlineMs?: number;
   maxLines?: number;
+  maxSuggestions?: number;
   automaticTrigger?: boolean;
   nameCheck?: boolean;
 }
@@ -39,7 +40,8 @@ export interface ExtensionSettings {
 export const SECTION = 'dgLsp';
 
 const STRING_KEYS = ['model', 'device', 'dtype'] as const;
-const NUMBER_KEYS = ['maxSteps', 'temperature', 'prefixTokens', 'suffixTokens', 'deadlineMs', 'maxLines'] as const;
+const NUMBER_KEYS = ['maxSteps', 'temperature', 'prefixTokens', 'suffixTokens', 'deadlineMs', 'maxLines',
+  'maxSuggestions'] as const;
 const BOOLEAN_KEYS = ['automaticTrigger', 'nameCheck'] as const;
 
 /** Settings read when the process starts; changing one of them needs a restart. */

@@ -14,14 +14,14 @@ test('server settings keep only the server keys, trimmed and typed', () => {
   const settings = toServerSettings(
     config({
       model: ' /models/dg ', device: 'cuda', dtype: 'bfloat16', maxSteps: 8, temperature: 0,
-      prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, automaticTrigger: false,
-      nameCheck: false, 'trace.server': 'verbose', 'server.command': ['x'],
+      prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, maxSuggestions: 5,
+      automaticTrigger: false, nameCheck: false, 'trace.server': 'verbose', 'server.command': ['x'],
     }),
   );
   assert.deepEqual(settings, {
     model: '/models/dg', device: 'cuda', dtype: 'bfloat16', maxSteps: 8, temperature: 0,
-    prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, automaticTrigger: false,
-    nameCheck: false,
+    prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, maxSuggestions: 5,
+    automaticTrigger: false, nameCheck: false,
   });
 });
 

@@ -62,10 +62,10 @@ MODELS = [
 SCRIPTED_SERVER = Path(__file__).resolve().parents[1] / "scripted_server.py"
 
 
-def server_cmd(model: str, answers: list[tuple[str, str]] | None = None) -> list[str]:
+def server_cmd(model: str, answers: list[tuple] | None = None) -> list[str]:
     """`python -m dg_lsp serve` on CPU with the tiny random model, or the embedded small one (`--model small`). With
-    `answers` ([prefix ending, text the model writes]), the same server with those requests' written text scripted
-    (tests/e2e/scripted_server.py): a selection fill is applied only where it breaks nothing, which a random model's
+    `answers` ([prefix ending, text the model writes, optionally the other lines it weighed]), the same server with
+    those requests' written text scripted (tests/e2e/scripted_server.py): a selection fill is applied only where it breaks nothing, which a random model's
     text seldom does, and an editor's fill test needs one that is applied."""
     args = ["serve", "--device", "cpu", "--log-level", "WARNING",
             "--model", tiny_model_path() if model == "tiny" else model]
