@@ -46,8 +46,8 @@ class Settings:
     deadline_ms: float | None = 5000.0
     automatic_trigger: bool = True  # answer automatic (as-you-type) requests
     max_lines: int = 8  # at most this many lines in one inline suggestion
-    # an explicit (invoked) inline request answers up to this many items: the answer, then the other lines the engine
-    # weighed (the suffix-scored alternatives), each finished and checked as the answer is; the editor cycles them
+    # an inline request answers up to this many items: the answer, then the other lines the engine weighed (the
+    # suffix-scored alternatives), each finished and checked as the answer is; the editor cycles through them
     max_suggestions: int = 3
     # Python: a suggestion that reads a name nothing binds is cut before that line, or not shown, and such a selection
     # fill is no fill (completion/unbound.py); false shows them (a call to a function not yet written)

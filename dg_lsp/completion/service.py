@@ -76,7 +76,7 @@ class Suggestion:
     timings_ms: dict[str, float] = field(default_factory=dict)
     source: str = "computed"  # computed | cache | typed (typed through a suggestion) | inflight
     refusal: str | None = None  # why a selection fill the model wrote is no fill, where the whole document says so
-    # an explicit request's other items for the same range, best first (CompletionService._others); the editor
+    # an inline answer's other items for the same range, best first (CompletionService._others); the editor
     # cycles through them after `text`
     others: tuple[str, ...] = ()
 
@@ -143,13 +143,14 @@ class CompletionService:
         return text, None
 
     def _others(self, p: _Prepared, result: InfillResult, text: str) -> tuple[str, ...]:
-        """An explicit request's other items (at most `maxSuggestions` - 1): the other lines the engine weighed
-        against its answer (the suffix-scored alternatives, `InfillResult.alternatives`), best score first, each
-        finished and checked as the answer is (`_shown`); one that comes out empty, the same as the answer or as an
-        item before it is left out. None for an automatic request (an editor asks explicitly to cycle), a selection
-        fill, or an empty answer (what the checks refused is not replaced by a line the engine scored lower)."""
+        """An inline answer's other items (at most `maxSuggestions` - 1): the other lines the engine weighed against
+        it (the suffix-scored alternatives, `InfillResult.alternatives`), best score first, each finished and checked
+        as the answer is (`_shown`); one that comes out empty, the same as the answer or as an item before it is left
+        out. None for a selection fill or an empty answer (what the checks refused is not replaced by a line the
+        engine scored lower). The lines come with the answer at no model cost; checking each costs about a
+        millisecond (HumanEval's files)."""
         limit = self.settings.max_suggestions - 1
-        if limit < 1 or p.req.automatic or p.req.is_selection or not text:
+        if limit < 1 or p.req.is_selection or not text:
             return ()
         out: list[str] = []
         for line, _ in sorted(result.alternatives, key=lambda kv: -kv[1]):
@@ -283,10 +284,13 @@ class CompletionService:
             result = await asyncio.wrap_future(future)
             if result.cancelled:
                 return None
+            def finished() -> tuple[str, str | None, tuple[str, ...]]:
+                text, why = self._finish(p, result)
+                return text, why, self._others(p, result, text)
+
             # the syntax checks (length ranking, the gate) parse the window: off the event loop
-            text, why = await asyncio.to_thread(self._finish, p, result) \
-                if result.text.strip() or len(result.candidates) > 1 else self._finish(p, result)
-            others = await asyncio.to_thread(self._others, p, result, text) if result.alternatives else ()
+            text, why, others = await asyncio.to_thread(finished) \
+                if result.text.strip() or len(result.candidates) > 1 else finished()
             self.stats["computationsFinished"] += 1
             total = result.timings_ms.get("total", 0.0)
             self._typical_ms = total if self._typical_ms is None else 0.8 * self._typical_ms + 0.2 * total

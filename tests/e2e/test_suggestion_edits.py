@@ -353,16 +353,15 @@ async def test_a_javascript_suggestion_that_reads_a_name_nothing_declares_is_cut
     assert lsp_lines(after) == ["function uk(a) {", "  const uk1 = a;", "  const uk2 = uk1 + 1;", "}"]
 
 
-async def test_an_explicit_request_gets_the_other_lines_the_engine_weighed_as_more_items(client):
+async def test_an_answer_comes_with_the_other_lines_the_engine_weighed_as_more_items(client):
     """The answer first, then the alternatives by their score, each finished and checked as the answer is: one that
     reads a name nothing binds is left out, one the same as the answer too, one that runs on is cut to the cursor's
-    line, and no more than `maxSuggestions` items (3). An automatic request gets the answer alone."""
-    items, after = await _rule(client, "items")
-    assert [i.insert_text for i in items] == ["range(n)", "range(m)", "range(n, m)"]
-    assert all(i.range == items[0].range for i in items)
-    assert lsp_lines(after)[1] == "    it1 = range(n)"
-    items, _ = await _rule(client, "items", automatic=True)
-    assert [i.insert_text for i in items] == ["range(n)"]
+    line, and no more than `maxSuggestions` items (3). An automatic request gets them too."""
+    for automatic in (False, True):
+        items, after = await _rule(client, "items", automatic)
+        assert [i.insert_text for i in items] == ["range(n)", "range(m)", "range(n, m)"]
+        assert all(i.range == items[0].range for i in items)
+        assert lsp_lines(after)[1] == "    it1 = range(n)"
     try:
         for most, texts in ((1, ["range(n)"]), (8, ["range(n)", "range(m)", "range(n, m)", "range(len(n))"])):
             client.workspace_did_change_configuration(types.DidChangeConfigurationParams(

@@ -14,8 +14,8 @@
 // cell of demo.ipynb (a markdown cell and a code cell above it), typed in VS Code's notebook editor;
 // the result's texts are that cell's, and `file` is its source in the saved notebook (`cellLines`:
 // that cell's lines instead; `typed`: what is typed instead of `a`). With `"cycle": true`, once ghost text is
-// shown, Alt+] (editor.action.inlineSuggest.showNext: VS Code asks the server explicitly for its items) must show
-// another suggestion, which Tab then accepts; the result's `cycled` holds the first and the next.
+// shown, Alt+] (editor.action.inlineSuggest.showNext) must show another of the server's items, which Tab then
+// accepts; the result's `cycled` holds the first and the next.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';

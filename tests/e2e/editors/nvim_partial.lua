@@ -1,6 +1,7 @@
--- Partial accept (`keymaps.accept_word`, `keymaps.accept_line`) in a real headless Neovim against
--- the real server, whose answer is scripted: the word and line keys insert the suggestion a piece
--- at a time, and the rest stays shown. See test_nvim_partial.py.
+-- The suggestion keys in a real headless Neovim against the real server, whose answer is scripted:
+-- the word and line keys (`keymaps.accept_word`, `keymaps.accept_line`) insert the suggestion a piece
+-- at a time and the rest stays shown; the next and previous keys (`keymaps.next`, `keymaps.prev`)
+-- show the answer's other items. See test_nvim_partial.py.
 --
 -- Run as `nvim --headless --clean ... -c 'luafile nvim_partial.lua'`. Inputs (environment):
 -- DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file; the cursor goes to line 3, column 4),
@@ -53,9 +54,11 @@ local function main()
   end)
   for _, key in ipairs(vim.json.decode(env.DG_TEST_KEYS)) do
     local before = table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n')
+    local shown_before = ghost(bufnr)
     api.nvim_feedkeys(vim.keycode(key), 'm', false)
-    wait_for('buffer changed by ' .. key, 3000, function()
+    wait_for('buffer or ghost text changed by ' .. key, 3000, function()
       return table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n') ~= before
+        or ghost(bufnr) ~= shown_before
     end)
     -- the rest of the suggestion, shown again (at once, or once the server answers from its cache)
     local shown = wait_for('ghost text after ' .. key, 5000, function()

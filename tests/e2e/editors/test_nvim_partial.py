@@ -1,7 +1,8 @@
-"""Partial accept in a real headless Neovim against the real server (tiny model, its answer scripted): the next
-word (`keymaps.accept_word`, <M-Right> by default) and the next line (`keymaps.accept_line`, <M-C-Right>) of the
-suggestion are inserted a piece at a time, in both renderers, and the rest of the suggestion stays shown: at once in
-the plugin's own renderer, from the server's cache of the suggestion being typed through in Neovim 0.12's."""
+"""Partial accept and the answer's other items in a real headless Neovim against the real server (tiny model, its
+answer scripted), in both renderers: the next word (`keymaps.accept_word`, <M-Right> by default) and the next line
+(`keymaps.accept_line`, <M-C-Right>) of the suggestion are inserted a piece at a time, and the rest of the suggestion
+stays shown: at once in the plugin's own renderer, from the server's cache of the suggestion being typed through in
+Neovim 0.12's. <M-]> and <M-[> (`keymaps.next`, `keymaps.prev`) show the server's other items for the place."""
 
 from __future__ import annotations
 
@@ -24,16 +25,18 @@ SOURCE = 'def area(r):\n    """The area."""\n    \n'
 # then two lines
 ANSWERS = [('"""The area."""\n    ', "\n    total = r * r\n    return total\n")]
 KEYS = ["<M-Right>", "<M-Right>", "<M-C-Right>", "<M-C-Right>"]
+# the same place, the answer scripted with two other lines the engine weighed
+CYCLE_ANSWERS = [('"""The area."""\n    ', "\n    return r * r\n", ["return r ** 2\n", "return 3.14 * r * r\n"])]
+CYCLE_KEYS = ["<M-]>", "<M-]>", "<M-]>", "<M-[>", "<Tab>"]
 
 
-@pytest.fixture(scope="module", params=["fallback", "native"])
-def result(request, nvim, tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp(f"nvim-partial-{request.param}")
+def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str]) -> dict:
+    tmp = tmp_path_factory.mktemp(f"nvim-keys-{renderer}")
     work = tmp / "area.py"
     work.write_text(SOURCE)
     out = tmp / "result.json"
-    config = {"cmd": server_cmd("tiny", ANSWERS), "ghost_text": request.param}
-    env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(KEYS),
+    config = {"cmd": server_cmd("tiny", answers), "ghost_text": renderer}
+    env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(keys),
                    DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000))
     argv = [nvim.binary, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={PLUGIN}",
             "--cmd", f"lua vim.g.dg_lsp = vim.json.decode({json.dumps(json.dumps(config))})",
@@ -46,8 +49,18 @@ def result(request, nvim, tmp_path_factory) -> dict:
         output = f"nvim timed out: {e}"
     data = json.loads(out.read_text()) if out.is_file() else {"error": "no result file"}
     data["nvim_output"] = output[-2000:]
-    data["wanted_renderer"] = request.param
+    data["wanted_renderer"] = renderer
     return data
+
+
+@pytest.fixture(scope="module", params=["fallback", "native"])
+def result(request, nvim, tmp_path_factory) -> dict:
+    return _run(nvim, tmp_path_factory, request.param, ANSWERS, KEYS)
+
+
+@pytest.fixture(scope="module", params=["fallback", "native"])
+def cycled(request, nvim, tmp_path_factory) -> dict:
+    return _run(nvim, tmp_path_factory, request.param, CYCLE_ANSWERS, CYCLE_KEYS)
 
 
 def test_word_and_line_keys_insert_the_suggestion_a_piece_at_a_time(result):
@@ -66,3 +79,16 @@ def test_word_and_line_keys_insert_the_suggestion_a_piece_at_a_time(result):
     # the rest stays shown after each piece, until nothing is left
     assert [s["ghost"] for s in steps[:3]] == [" = r * r\n    return total", " r * r\n    return total",
                                                "\n    return total"], steps
+
+
+def test_next_and_previous_keys_show_the_answers_other_items_and_tab_inserts_the_one_shown(cycled):
+    assert cycled.get("error") is None and cycled["attached"], json.dumps(cycled, indent=1)
+    if cycled["wanted_renderer"] == "native" and cycled["renderer"] != "native":
+        pytest.skip("this Neovim has no vim.lsp.inline_completion")
+    assert cycled["first_ghost"] == "return r * r", cycled
+    steps = cycled["steps"]
+    # each item with its place among them, wrapping around after the last
+    assert [s["ghost"] for s in steps[:4]] == ["return r ** 2 (2/3)", "return 3.14 * r * r (3/3)",
+                                               "return r * r (1/3)", "return 3.14 * r * r (3/3)"], steps
+    assert all(s["lines"] == SOURCE.split("\n")[:-1] for s in steps[:4]), steps  # the buffer untouched
+    assert steps[4]["lines"][2] == "    return 3.14 * r * r", steps

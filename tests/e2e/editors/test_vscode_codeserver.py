@@ -134,8 +134,8 @@ def test_ghost_text_in_a_notebook_cell_reads_the_cells_above(node_modules, tmp_p
 
 
 def test_alt_bracket_shows_the_servers_next_item_and_tab_accepts_it(node_modules, tmp_path):  # noqa: F811
-    """More than one item: after the ghost text of an automatic request, Alt+] makes VS Code ask explicitly, and the
-    server's next item (scripted as a line the engine weighed against its answer) is shown; Tab inserts it."""
+    """More than one item: after the first ghost text, Alt+] (editor.action.inlineSuggest.showNext) shows the server's
+    next item (scripted as a line the engine weighed against its answer); Tab inserts it."""
     result, _ = _ghost_text_and_tab(
         tmp_path, notebook=False, cycle=True,
         answers=[("    # a", "nd b multiplied", ["nd b, multiplied", "nd b times each other"])])

@@ -1,4 +1,4 @@
-"""An explicit request's other items (CompletionService._others), through the service with an engine that answers at
+"""An inline answer's other items (CompletionService._others), through the service with an engine that answers at
 once: the other lines the engine weighed, finished and checked as the answer is, kept with it in the cache."""
 
 from __future__ import annotations
@@ -55,10 +55,11 @@ def test_other_items_by_score_checked_and_distinct():
     assert _ask(service).others == ()
 
 
-def test_an_automatic_request_gets_the_answer_alone():
+def test_an_automatic_request_gets_them_too():
+    """Neovim's built-in renderer cycles only through what an automatic request answered."""
     service, _ = _service()
     got = _ask(service, automatic=True)
-    assert (got.text, got.others) == ("range(n)", ())
+    assert (got.text, got.others) == ("range(n)", ("range(m)", "range(len(n))"))
 
 
 def test_an_empty_answer_is_not_replaced_by_an_other_line():

@@ -10,8 +10,9 @@ local M = {}
 ---@field settings table The `dgLsp` settings section (model, device, dtype, maxSteps, ...).
 ---@field ghost_text 'auto'|'native'|'fallback' Who renders suggestions.
 ---@field debounce_ms integer Delay before the fallback renderer asks (ms).
----@field keymaps { accept: string|false, accept_word: string|false, accept_line: string|false, override: boolean }
---- Buffer-local insert-mode keys (the whole suggestion, its next word, its next line);
+---@field keymaps { accept: string|false, accept_word: string|false, accept_line: string|false, next: string|false, prev: string|false, override: boolean }
+--- Buffer-local insert-mode keys (the whole suggestion, its next word, its next line, the server's
+--- next and previous suggestion for the same place);
 --- `override = false` leaves a key alone in a buffer that already maps it (another plugin).
 M.defaults = {
   cmd = { 'dg-lsp', 'serve' },
@@ -24,7 +25,10 @@ M.defaults = {
   settings = {},
   ghost_text = 'auto',
   debounce_ms = 150,
-  keymaps = { accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', override = false },
+  keymaps = {
+    accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', next = '<M-]>', prev = '<M-[>',
+    override = false,
+  },
 }
 
 local function is_string_list(v, allow_empty)
@@ -57,7 +61,7 @@ local checks = {
         return false
       end
       for k, item in pairs(v) do
-        local ok = ((k == 'accept' or k == 'accept_word' or k == 'accept_line')
+        local ok = ((k == 'accept' or k == 'accept_word' or k == 'accept_line' or k == 'next' or k == 'prev')
             and (item == false or (type(item) == 'string' and item ~= '')))
           or (k == 'override' and type(item) == 'boolean')
         if not ok then
@@ -67,7 +71,7 @@ local checks = {
       return true
     end,
     "a table { accept = '<Tab>' or false, accept_word = '<M-Right>' or false, accept_line = '<M-C-Right>' or false,"
-      .. ' override = false }',
+      .. " next = '<M-]>' or false, prev = '<M-[>' or false, override = false }",
   },
 }
 

@@ -11,6 +11,7 @@ local M = {}
 
 M.ns = api.nvim_create_namespace('dg_lsp.ghost')
 api.nvim_set_hl(0, 'DgLspGhost', { link = 'Comment', default = true })
+api.nvim_set_hl(0, 'DgLspGhostIndex', { link = 'DgLspGhost', default = true })
 
 local TRIGGER_AUTOMATIC = 2 -- lsp.InlineCompletionTriggerKind.Automatic
 
@@ -25,7 +26,9 @@ local TRIGGER_AUTOMATIC = 2 -- lsp.InlineCompletionTriggerKind.Automatic
 ---@field timer uv.uv_timer_t
 ---@field debounce_ms integer
 ---@field pending? { client_id: integer, id: integer }
----@field suggestion? dg_lsp.Suggestion
+---@field suggestion? dg_lsp.Suggestion The one shown.
+---@field items? dg_lsp.Suggestion[] The answer's items that fit (`cycle` goes through them).
+---@field index? integer Which of `items` is shown.
 
 ---@type table<integer, dg_lsp.GhostState>
 local buffers = {}
@@ -45,7 +48,7 @@ function M.dismiss(bufnr)
   if state then
     state.timer:stop()
     cancel(state)
-    state.suggestion = nil
+    state.suggestion, state.items, state.index = nil, nil, nil
   end
   if api.nvim_buf_is_valid(bufnr) then
     api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
@@ -90,15 +93,20 @@ local function to_suggestion(bufnr, client, item, cursor)
   }
 end
 
-local function show(bufnr, suggestion, cursor)
+--- Draw `suggestion` at `cursor`; `hint` (which of the answer's items it is) after its last line.
+local function show(bufnr, suggestion, cursor, hint)
   api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
   local ghost = suggestion.ghost
+  local virt_text = { { ghost[1], 'DgLspGhost' } }
   local virt_lines = {}
   for i = 2, #ghost do
     virt_lines[#virt_lines + 1] = { { ghost[i], 'DgLspGhost' } }
   end
+  if hint then
+    table.insert(#virt_lines > 0 and virt_lines[#virt_lines] or virt_text, { hint, 'DgLspGhostIndex' })
+  end
   api.nvim_buf_set_extmark(bufnr, M.ns, cursor[1] - 1, cursor[2], {
-    virt_text = { { ghost[1], 'DgLspGhost' } },
+    virt_text = virt_text,
     virt_text_pos = 'inline',
     virt_lines = #virt_lines > 0 and virt_lines or nil,
     hl_mode = 'combine',
@@ -137,13 +145,13 @@ local function request(bufnr)
     if stale then
       return
     end
+    local items = {}
     for _, item in ipairs(result.items or result) do
-      local suggestion = to_suggestion(bufnr, client, item, cursor)
-      if suggestion then
-        state.suggestion = suggestion
-        show(bufnr, suggestion, cursor)
-        return
-      end
+      items[#items + 1] = to_suggestion(bufnr, client, item, cursor)
+    end
+    if #items > 0 then
+      state.suggestion, state.items, state.index = items[1], items, 1
+      show(bufnr, items[1], cursor)
     end
   end
   local ok
@@ -230,7 +238,25 @@ function M.accept_part_now(bufnr, unit)
     tick = api.nvim_buf_get_changedtick(bufnr),
     ghost = vim.split(left, '\n', { plain = true }),
   }
+  state.items, state.index = { state.suggestion }, 1
   show(bufnr, state.suggestion, { new_row + 1, new_col })
+  return true
+end
+
+--- Show the answer's next (`delta` 1) or previous (-1) item instead of the shown one, with its place
+--- among them (`(2/3)`), wrapping around. Returns false when none is shown; true (changing nothing)
+--- where the answer had one item.
+function M.cycle(bufnr, delta)
+  if not M.visible(bufnr) or api.nvim_get_current_buf() ~= bufnr then
+    return false
+  end
+  local state = buffers[bufnr]
+  local items = state.items or { state.suggestion }
+  if #items > 1 then
+    state.index = ((state.index or 1) - 1 + delta) % #items + 1
+    state.suggestion = items[state.index]
+    show(bufnr, state.suggestion, api.nvim_win_get_cursor(0), (' (%d/%d)'):format(state.index, #items))
+  end
   return true
 end
 

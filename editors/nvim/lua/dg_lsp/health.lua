@@ -34,6 +34,8 @@ local function check_config(cfg, problems)
     .. (key and cfg.keymaps.override and ' (override = true)' or ''))
   health.info(('next word: %s, next line: %s'):format(cfg.keymaps.accept_word or 'none',
     cfg.keymaps.accept_line or 'none'))
+  health.info(('next suggestion: %s, previous suggestion: %s'):format(cfg.keymaps.next or 'none',
+    cfg.keymaps.prev or 'none'))
   for bufnr, k in pairs(require('dg_lsp').unmapped) do
     if vim.api.nvim_buf_is_valid(bufnr) then
       health.info(('buffer %d: %s left to the mapping another plugin made there (keymaps.override = true'

@@ -61,8 +61,37 @@ function M.accept_now(bufnr, key)
   return M.accept_part_now(bufnr, nil, key)
 end
 
-local MAP_DESC = 'dg-lsp: accept the suggestion'
-local PART_DESC = { accept_word = 'dg-lsp: accept the next word', accept_line = 'dg-lsp: accept the next line' }
+--- Show the server's next (`delta` 1) or previous (-1) suggestion for the same place instead of the
+--- shown one: the server answers with the lines its model weighed against its answer (`maxSuggestions`).
+--- Returns false when no suggestion fits the buffer as it is now.
+function M.cycle(bufnr, delta)
+  bufnr = resolve(bufnr)
+  if renderers[bufnr] == 'native' then
+    return require('dg_lsp.native').cycle(bufnr, delta)
+  end
+  return require('dg_lsp.ghost').cycle(bufnr, delta)
+end
+
+--- The mappings' descriptions, which also tell this plugin's own mappings from another's.
+local DESC = {
+  accept = 'dg-lsp: accept the suggestion',
+  accept_word = 'dg-lsp: accept the next word',
+  accept_line = 'dg-lsp: accept the next line',
+  next = 'dg-lsp: the next suggestion',
+  prev = 'dg-lsp: the previous suggestion',
+}
+--- What each mapping runs (`require("dg_lsp").` + this) for `bufnr`.
+local CALL = {
+  accept = 'accept_now(%d)',
+  accept_word = 'accept_part_now(%d, "word")',
+  accept_line = 'accept_part_now(%d, "line")',
+  next = 'cycle(%d, 1)',
+  prev = 'cycle(%d, -1)',
+}
+local OWN = {}
+for _, desc in pairs(DESC) do
+  OWN[desc] = true
+end
 
 --- Buffers where the accept key was left alone because another mapping had it: bufnr -> key.
 ---@type table<integer, string>
@@ -72,8 +101,7 @@ M.unmapped = {}
 local function foreign_mapping(bufnr, key)
   local want = vim.keycode(key)
   for _, m in ipairs(api.nvim_buf_get_keymap(bufnr, 'i')) do
-    if vim.keycode(m.lhs) == want and m.desc ~= MAP_DESC and m.desc ~= PART_DESC.accept_word
-      and m.desc ~= PART_DESC.accept_line then
+    if vim.keycode(m.lhs) == want and not OWN[m.desc] then
       return m
     end
   end
@@ -81,21 +109,20 @@ end
 
 local function set_keymaps(bufnr, cfg)
   M.unmapped[bufnr] = nil
-  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line' }) do
+  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line', 'next', 'prev' }) do
     local key = cfg.keymaps[name]
     if key and not cfg.keymaps.override and foreign_mapping(bufnr, key) then
       M.unmapped[bufnr] = M.unmapped[bufnr] or key -- the first such key, for :checkhealth
     elseif key then
       -- The edit runs from <Cmd>, in order with the keys typed after the accept key; a plain `key`
       -- when no suggestion fits the buffer as it is now.
-      local call = name == 'accept' and ('accept_now(%d)'):format(bufnr)
-        or ('accept_part_now(%d, %q)'):format(bufnr, name == 'accept_word' and 'word' or 'line')
+      local call = CALL[name]:format(bufnr)
       vim.keymap.set('i', key, function()
         if M.visible(bufnr) then
           return ('<Cmd>lua require("dg_lsp").%s<CR>'):format(call)
         end
         return key
-      end, { buffer = bufnr, expr = true, desc = name == 'accept' and MAP_DESC or PART_DESC[name] })
+      end, { buffer = bufnr, expr = true, desc = DESC[name] })
     end
   end
 end

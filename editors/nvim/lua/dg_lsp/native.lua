@@ -174,6 +174,15 @@ function M.accept(bufnr, unit)
   })
 end
 
+--- Show the built-in renderer's next (`delta` 1) or previous (-1) item of the answer, if it is fresh.
+function M.cycle(bufnr, delta)
+  if not M.fresh(bufnr) then
+    return false
+  end
+  vim.lsp.inline_completion.select({ bufnr = bufnr, count = delta })
+  return true
+end
+
 function M.disable(bufnr)
   buffers[bufnr] = nil
   pcall(api.nvim_del_augroup_by_name, 'dg_lsp.native.' .. bufnr)
