@@ -188,7 +188,10 @@ def result_from_json(data: dict) -> InfillResult:
     known = {f.name for f in fields(InfillResult)}
     kwargs = {k: v for k, v in data.items() if k in known}  # a newer engine may send more
     kwargs["candidates"] = [tuple(c) for c in kwargs.get("candidates", [])]
-    kwargs["alternatives"] = [tuple(a) for a in kwargs.get("alternatives", [])]
+    # (line, score) pairs; anything else from a newer or broken engine is dropped, not raised on later
+    kwargs["alternatives"] = [(a[0], float(a[1])) for a in kwargs.get("alternatives", []) or []
+                              if isinstance(a, (list, tuple)) and len(a) == 2 and isinstance(a[0], str)
+                              and isinstance(a[1], (int, float)) and not isinstance(a[1], bool)]
     kwargs["timings_ms"] = dict(kwargs.get("timings_ms", {}))
     return InfillResult(**kwargs)
 

@@ -57,9 +57,14 @@ def test_bad_requests_are_refused_with_the_field_named(body, message):
 def test_a_result_round_trips():
     res = InfillResult(text="a + b", steps=3, tokens_per_forward=1.5, generated_tokens=3,
                        timings_ms={"total": 12.5}, hole_length=8, score=-0.5, candidates=[("a", -1.0), ("ab", -0.5)],
-                       prompt_tokens=10, reused_tokens=7, batch_rows=2, heal_mismatch=True)
+                       prompt_tokens=10, reused_tokens=7, batch_rows=2, heal_mismatch=True,
+                       alternatives=[("a + b", -1.5), ("b + a", -2.0)])
     assert wire.result_from_json(wire.result_to_json(res)) == res
     assert wire.result_from_json(dict(wire.result_to_json(res), from_a_newer_engine=1)) == res
+    # the other lines an answer's items come from: pairs of text and score, anything else dropped
+    odd = dict(wire.result_to_json(res), alternatives=[["a + b", -1], "ab", ["x"], [1, 2], ["y", True], None])
+    assert wire.result_from_json(odd).alternatives == [("a + b", -1.0)]
+    assert wire.result_from_json(dict(wire.result_to_json(res), alternatives=None)).alternatives == []
 
 
 def test_affinity_keys_differ_across_users_and_documents():
