@@ -15,7 +15,10 @@
 // the result's texts are that cell's, and `file` is its source in the saved notebook (`cellLines`:
 // that cell's lines instead; `typed`: what is typed instead of `a`). With `"cycle": true`, once ghost text is
 // shown, Alt+] (editor.action.inlineSuggest.showNext) must show another of the server's items, which Tab then
-// accepts; the result's `cycled` holds the first and the next.
+// accepts; the result's `cycled` holds the first and the next. With `"pauseCommand": TITLE`, that command is run
+// from the command palette before typing: no ghost text may appear for `quietS` seconds after typing (the result's
+// `automaticGhost`), then the palette's Trigger Inline Suggestion (the command Alt+\ runs) asks; `userSettings` is
+// the settings file the command wrote, `pausedSign` whether the status item shows the pause sign.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -174,6 +177,16 @@ async function until(what, fn, ms) {
   throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
 }
 
+// Run a command from the command palette by its title.
+async function palette(page, title) {
+  await page.keyboard.press('Control+Shift+P');
+  await page.waitForSelector('.quick-input-widget', { state: 'visible', timeout: 10_000 });
+  await page.keyboard.type(title, { delay: 10 });
+  await until(`"${title}" in the command palette`, async () =>
+    (await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).count()) > 0, 10_000);
+  await page.keyboard.press('Enter');
+}
+
 async function main() {
   // 1. Install the extension.
   const install = spawnSync(codeServerBin, [...csArgs, '--install-extension', cfg.vsix], { env, encoding: 'utf8' });
@@ -232,12 +245,30 @@ async function main() {
   // 6. Put the cursor at the end of the file, type, and wait for ghost text.
   const lines = page.locator(`${ROOT} .view-lines`);
   await (notebook ? lines.last() : lines.first()).click();
+  let pausedSign = false;
+  if (cfg.pauseCommand) {
+    await palette(page, cfg.pauseCommand);
+    pausedSign = Boolean(await until('the pause sign in the status item',
+      async () => (await status.locator('.codicon-debug-pause').count()) > 0, 10_000));
+    mark('paused', cfg.pauseCommand);
+    await (notebook ? lines.last() : lines.first()).click();
+  }
   await page.keyboard.press('Control+End');
   const before = await editorText(page);
   await page.keyboard.type(TYPED, { delay: 50 });
+  let automaticGhost;
+  if (cfg.pauseCommand) {
+    await new Promise((r) => setTimeout(r, (cfg.quietS ?? 8) * 1000));
+    automaticGhost = await ghostText(page);
+    mark('quiet', JSON.stringify(automaticGhost));
+  }
   let ghost = '';
-  for (let attempt = 0; attempt < 4 && !ghost; attempt++) {
-    if (attempt > 0) {
+  for (let attempt = cfg.pauseCommand ? 1 : 0; attempt < 4 && !ghost; attempt++) {
+    if (attempt > 0 && cfg.pauseCommand) {
+      // the command Alt+\ runs, from the palette: in headless Chromium the key did not reach VS Code's keybinding
+      log('no ghost text yet: Trigger Inline Suggestion (editor.action.inlineSuggest.trigger)');
+      await palette(page, 'Trigger Inline Suggestion');
+    } else if (attempt > 0) {
       log('no ghost text yet: editor.action.inlineSuggest.trigger (Alt+\\)');
       await page.keyboard.press('Alt+Backslash');
     }
@@ -275,13 +306,16 @@ async function main() {
   const file = fileText();
   mark('accepted', 'Tab, then saved');
 
-  // The status item shows the server's last latency once it has answered a completion.
-  const statusText = await until('a latency in the dg-lsp status item', async () => {
-    const text = (await status.first().innerText()).trim();
-    return /\d+ ms/.test(text) ? text : '';
-  }, 15_000);
+  // The status item shows the server's last latency once it has answered a completion (paused: its pause sign).
+  const statusText = cfg.pauseCommand ? (await status.first().innerText()).trim()
+    : await until('a latency in the dg-lsp status item', async () => {
+      const text = (await status.first().innerText()).trim();
+      return /\d+ ms/.test(text) ? text : '';
+    }, 15_000);
+  const userSettings = fs.readFileSync(path.join(dirs.userData, 'User', 'settings.json'), 'utf8');
 
-  const result = { ghost, before, typed, after, file, statusText, timings, cycled };
+  const result = { ghost, before, typed, after, file, statusText, timings, cycled, automaticGhost, pausedSign,
+    userSettings };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }
 

@@ -17,7 +17,7 @@ import {
   WorkDoneProgressCreateRequest,
 } from 'vscode-languageclient/node';
 import { buildServerCommand, describeCommand } from './serverCommand';
-import { initializationOptions, readSettings, SECTION, toServerSettings } from './settings';
+import { automaticEnabled, initializationOptions, readSettings, SECTION, toServerSettings } from './settings';
 import { fillRefusal, parseStatus, ServerStatus } from './statusText';
 import { StatusBar } from './statusBar';
 
@@ -149,6 +149,11 @@ export class DgLspClient implements vscode.Disposable {
       outputChannel: this.output,
       middleware: {
         provideInlineCompletionItems: async (document, position, context, token, next) => {
+          // automatic suggestions paused for the document's language (or everywhere): the server is not asked
+          if (context.triggerKind === vscode.InlineCompletionTriggerKind.Automatic
+            && !automaticEnabled(vscode.workspace.getConfiguration(SECTION, document))) {
+            return null;
+          }
           this.schedulePoll(POLL_ACTIVE_MS);
           return next(document, position, context, token);
         },

@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import { DgLspClient } from './client';
-import { needsRestart, SECTION } from './settings';
+import { automaticEnabled, automaticValue, needsRestart, SECTION } from './settings';
 import { formatLatency } from './statusText';
 import { StatusBar } from './statusBar';
 
@@ -22,8 +22,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('dg-lsp.restart', () => dg.restart()),
     vscode.commands.registerCommand('dg-lsp.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('dg-lsp.showStatus', () => showStatus(dg, output)),
+    vscode.commands.registerCommand('dg-lsp.toggleAutomatic', () => toggleAutomatic(false, statusBar)),
+    vscode.commands.registerCommand('dg-lsp.toggleAutomaticForLanguage', () => toggleAutomatic(true, statusBar)),
+    vscode.window.onDidChangeActiveTextEditor(() => showPaused(statusBar)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!event.affectsConfiguration(SECTION)) return;
+      showPaused(statusBar);
       if (needsRestart((section) => event.affectsConfiguration(section))) {
         void dg.restart();
       } else {
@@ -33,6 +37,41 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
 
   await dg.start();
+  showPaused(statusBar);
+}
+
+/** The `dgLsp` section as read for the active editor's file (its language's values first), if there is one. */
+function activeConfig(): { config: vscode.WorkspaceConfiguration; languageId?: string } {
+  const document = vscode.window.activeTextEditor?.document;
+  return document
+    ? { config: vscode.workspace.getConfiguration(SECTION, document), languageId: document.languageId }
+    : { config: vscode.workspace.getConfiguration(SECTION) };
+}
+
+function showPaused(statusBar: StatusBar): void {
+  statusBar.update({ paused: !automaticEnabled(activeConfig().config) });
+}
+
+/**
+ * Pause automatic suggestions where they are on, or resume them where paused: everywhere (the user setting
+ * `dgLsp.automaticTrigger`), or (`inLanguage`) in the active editor's language (`"[python]": {...}`). Explicit
+ * requests (Alt+\) still ask the server.
+ */
+async function toggleAutomatic(inLanguage: boolean, statusBar: StatusBar): Promise<void> {
+  const { config, languageId } = activeConfig();
+  if (inLanguage && !languageId) {
+    void vscode.window.showInformationMessage('dg-lsp: open a file first.');
+    return;
+  }
+  const pause = automaticEnabled(inLanguage ? config : vscode.workspace.getConfiguration(SECTION));
+  const globalOn = automaticEnabled(vscode.workspace.getConfiguration(SECTION));
+  const target = inLanguage ? vscode.workspace.getConfiguration(SECTION, { languageId: languageId! }) : vscode.workspace.getConfiguration(SECTION);
+  await target.update('automaticTrigger', automaticValue(pause, inLanguage, globalOn), vscode.ConfigurationTarget.Global, inLanguage);
+  showPaused(statusBar);
+  const where = inLanguage ? ` in ${languageId} files` : '';
+  void vscode.window.showInformationMessage(pause
+    ? `dg-lsp: automatic suggestions paused${where} (Alt+\\ still asks).`
+    : `dg-lsp: automatic suggestions resumed${where}.`);
 }
 
 export async function deactivate(): Promise<void> {

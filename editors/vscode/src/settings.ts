@@ -21,7 +21,6 @@ export interface ServerSettings {
   deadlineMs?: number;
   maxLines?: number;
   maxSuggestions?: number;
-  automaticTrigger?: boolean;
   nameCheck?: boolean;
 }
 
@@ -42,7 +41,9 @@ export const SECTION = 'dgLsp';
 const STRING_KEYS = ['model', 'device', 'dtype'] as const;
 const NUMBER_KEYS = ['maxSteps', 'temperature', 'prefixTokens', 'suffixTokens', 'deadlineMs', 'maxLines',
   'maxSuggestions'] as const;
-const BOOLEAN_KEYS = ['automaticTrigger', 'nameCheck'] as const;
+// `automaticTrigger` is not sent: the extension applies it itself, per language (`automaticEnabled`), before it
+// asks the server, so that a language's own value can turn automatic suggestions on or off there.
+const BOOLEAN_KEYS = ['nameCheck'] as const;
 
 /** Settings read when the process starts; changing one of them needs a restart. */
 export const RESTART_KEYS = ['server.command', 'server.pythonPath', 'server.env', 'model', 'device', 'dtype'];
@@ -79,6 +80,22 @@ export function toLaunchSettings(config: ConfigReader): LaunchSettings {
     pythonPath: (config.get<string>('server.pythonPath') ?? '').trim(),
     env: isStringRecord(env) ? env : {},
   };
+}
+
+/** Whether to ask the server while typing, given the `dgLsp` section read for a document (its language's value
+ * first): anything but `false` is on. */
+export function automaticEnabled(config: ConfigReader): boolean {
+  return config.get<boolean | null>('automaticTrigger') !== false;
+}
+
+/**
+ * The value to write to pause (`pause` true) or resume automatic suggestions: everywhere (`globalOn`: the value
+ * read without a language), or in one language (`inLanguage`) where the global value is `globalOn`. Resuming writes
+ * `undefined` (the setting removed) where that leaves them on, and `true` only to override a global `false`.
+ */
+export function automaticValue(pause: boolean, inLanguage: boolean, globalOn: boolean): boolean | undefined {
+  if (pause) return false;
+  return inLanguage && !globalOn ? true : undefined;
 }
 
 /** initializationOptions carry the same `dgLsp` settings the server later pulls. */

@@ -29,6 +29,8 @@ export interface StatusInput {
   progress?: ProgressInfo;
   status?: ServerStatus;
   failure?: string;
+  /** Automatic suggestions are paused for the active editor's file (`dgLsp.automaticTrigger` false). */
+  paused?: boolean;
 }
 
 export type Severity = 'normal' | 'warning' | 'error';
@@ -73,6 +75,13 @@ export function statusView(input: StatusInput): StatusView {
   ].join('\n');
   if (status.busy) {
     return { text: `$(loading~spin) ${NAME}${status.queue > 0 ? ` (${status.queue})` : ''}`, tooltip, severity: 'normal' };
+  }
+  if (input.paused) {
+    return {
+      text: `$(debug-pause) ${NAME}`,
+      tooltip: `${tooltip}\nautomatic suggestions paused for this file: Alt+\\ asks (dg-lsp: Resume Automatic Suggestions)`,
+      severity: 'normal',
+    };
   }
   return { text: `$(check) ${NAME}${latency ? ` ${latency}` : ''}`, tooltip, severity: 'normal' };
 }

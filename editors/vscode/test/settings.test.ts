@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { initializationOptions, needsRestart, readSettings, toServerSettings } from '../src/settings';
+import {
+  automaticEnabled, automaticValue, initializationOptions, needsRestart, readSettings, toServerSettings,
+} from '../src/settings';
 
 function config(values: Record<string, unknown>) {
   return { get: <T>(key: string) => values[key] as T | undefined };
@@ -21,8 +23,21 @@ test('server settings keep only the server keys, trimmed and typed', () => {
   assert.deepEqual(settings, {
     model: '/models/dg', device: 'cuda', dtype: 'bfloat16', maxSteps: 8, temperature: 0,
     prefixTokens: 512, suffixTokens: 128, deadlineMs: 250, maxLines: 3, maxSuggestions: 5,
-    automaticTrigger: false, nameCheck: false,
+    nameCheck: false,
   });
+});
+
+test('automatic suggestions: the extension decides per language and never sends the setting', () => {
+  assert.equal(automaticEnabled(config({})), true);
+  assert.equal(automaticEnabled(config({ automaticTrigger: null })), true);
+  assert.equal(automaticEnabled(config({ automaticTrigger: false })), false);
+  assert.equal(automaticEnabled(config({ automaticTrigger: true })), true);
+  // pause writes false; resume removes the value, or overrides a global false for one language
+  assert.equal(automaticValue(true, false, true), false);
+  assert.equal(automaticValue(true, true, true), false);
+  assert.equal(automaticValue(false, false, false), undefined);
+  assert.equal(automaticValue(false, true, true), undefined);
+  assert.equal(automaticValue(false, true, false), true);
 });
 
 test('non-numeric numbers are dropped', () => {

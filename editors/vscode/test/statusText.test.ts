@@ -30,6 +30,13 @@ test('server error and start failure are errors', () => {
   assert.match(failed.tooltip, /ENOENT/);
 });
 
+test('paused automatic suggestions show a pause sign when ready, and busy still shows the spinner', () => {
+  const view = statusView({ lifecycle: 'running', status: ready, paused: true });
+  assert.equal(view.text, '$(debug-pause) dg-lsp');
+  assert.match(view.tooltip, /automatic suggestions paused for this file/);
+  assert.equal(statusView({ lifecycle: 'running', status: { ...ready, busy: true }, paused: true }).text, '$(loading~spin) dg-lsp');
+});
+
 test('starting, loading and stopped', () => {
   assert.equal(statusView({ lifecycle: 'starting' }).tooltip, 'dg-lsp is starting');
   assert.match(statusView({ lifecycle: 'running', status: { ...ready, state: 'loading' } }).tooltip, /loading default/);

@@ -107,8 +107,8 @@ def _ghost_text_and_tab(tmp_path: Path, notebook: bool, **extra) -> tuple[dict, 
     assert result["after"] == result["typed"] + ghost, result
     # ...and the saved file (the saved notebook's cell) is the editor's buffer.
     assert result["file"] == result["after"]
-    # The extension's status item reports the server's latency for it.
-    assert re.fullmatch(r"dg-lsp \d+ ms", result["statusText"]), result["statusText"]
+    # The extension's status item reports the server's latency for it (paused: its name after a pause sign).
+    assert re.fullmatch(r"dg-lsp" if "pauseCommand" in extra else r"dg-lsp \d+ ms", result["statusText"]), result
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000
     print(f"ghost text: {ghost!r}; timings (s): {result['timings']}")
     return result, screenshot
@@ -141,3 +141,16 @@ def test_alt_bracket_shows_the_servers_next_item_and_tab_accepts_it(node_modules
         answers=[("    # a", "nd b multiplied", ["nd b, multiplied", "nd b times each other"])])
     assert result["cycled"] == ["nd b multiplied", "nd b, multiplied"]
     assert result["ghost"] == "nd b, multiplied"
+
+
+def test_automatic_suggestions_paused_for_the_language_and_alt_backslash_still_asks(node_modules, tmp_path):  # noqa: F811
+    """The command "Pause or Resume Automatic Suggestions for This Language" from the palette: the user settings get
+    `"[python]": {"dgLsp.automaticTrigger": false}`, the status item shows a pause sign, typing brings no ghost text
+    for 8 s, and an explicit request (Trigger Inline Suggestion, Alt+\\'s command, run from the palette) still brings
+    one, which Tab accepts."""
+    result, _ = _ghost_text_and_tab(tmp_path, notebook=False, answers=[("    # a", "nd b multiplied")],
+                                    pauseCommand="dg-lsp: Pause or Resume Automatic Suggestions for This Language")
+    assert result["automaticGhost"] == "", result
+    assert result["ghost"] == "nd b multiplied"
+    assert result["pausedSign"] is True
+    assert json.loads(result["userSettings"])["[python]"] == {"dgLsp.automaticTrigger": False}
