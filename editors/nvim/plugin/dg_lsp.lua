@@ -23,6 +23,19 @@ vim.api.nvim_create_user_command('DgStatus', function()
   require('dg_lsp').status()
 end, { desc = 'dg-lsp: show the server status' })
 
+vim.api.nvim_create_user_command('DgToggle', function(opts)
+  local on = ({ on = true, off = false })[opts.args]
+  if on == nil and opts.args ~= '' then
+    vim.notify('dg-lsp: :DgToggle takes on, off or nothing', vim.log.levels.ERROR)
+    return
+  end
+  require('dg_lsp').toggle(on)
+end, {
+  nargs = '?',
+  complete = function() return { 'on', 'off' } end,
+  desc = 'dg-lsp: pause or resume automatic suggestions (on/off)',
+})
+
 vim.api.nvim_create_user_command('DgRestart', function()
   require('dg_lsp').restart()
 end, { desc = 'dg-lsp: restart the server' })
@@ -42,4 +55,7 @@ end, { desc = "dg-lsp: show the server's next suggestion" })
 vim.keymap.set('i', '<Plug>(dg-lsp-prev)', function()
   require('dg_lsp').cycle(nil, -1)
 end, { desc = "dg-lsp: show the server's previous suggestion" })
+vim.keymap.set('i', '<Plug>(dg-lsp-suggest)', function()
+  require('dg_lsp').suggest()
+end, { desc = 'dg-lsp: a suggestion now' })
 vim.keymap.set('x', '<Plug>(dg-lsp-fill)', ':DgFill<CR>', { silent = true, desc = 'dg-lsp: fill the selection' })

@@ -1,11 +1,13 @@
 -- The suggestion keys in a real headless Neovim against the real server, whose answer is scripted:
 -- the word and line keys (`keymaps.accept_word`, `keymaps.accept_line`) insert the suggestion a piece
 -- at a time and the rest stays shown; the next and previous keys (`keymaps.next`, `keymaps.prev`)
--- show the answer's other items. See test_nvim_partial.py.
+-- show the answer's other items; with automatic suggestions paused, none comes until asked. See
+-- test_nvim_partial.py.
 --
 -- Run as `nvim --headless --clean ... -c 'luafile nvim_partial.lua'`. Inputs (environment):
 -- DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file; the cursor goes to line 3, column 4),
--- DG_TEST_KEYS (JSON list of keys to press one after another), DG_TEST_TIMEOUT_MS.
+-- DG_TEST_KEYS (JSON list of keys to press one after another), DG_TEST_TIMEOUT_MS; DG_TEST_PAUSE=1:
+-- `:DgToggle off` first, then 4 s in insert mode with no key (`quiet_ghost`: what was shown) before the keys.
 local api = vim.api
 local env = vim.env
 local results = { log = {}, steps = {} }
@@ -44,14 +46,23 @@ local function main()
   end)
   results.attached = attached ~= nil
   results.renderer = require('dg_lsp').renderer(bufnr)
+  if env.DG_TEST_PAUSE == '1' then
+    vim.cmd('DgToggle off')
+    results.automatic = require('dg_lsp').automatic()
+  end
   api.nvim_win_set_cursor(0, { 3, 4 })
   vim.cmd('startinsert!')
   wait_for('insert mode', 2000, function()
     return api.nvim_get_mode().mode == 'i'
   end)
-  results.first_ghost = wait_for('ghost text', 30000, function()
-    return ghost(bufnr)
-  end)
+  if env.DG_TEST_PAUSE == '1' then
+    sleep(4000)
+    results.quiet_ghost = ghost(bufnr) or vim.NIL
+  else
+    results.first_ghost = wait_for('ghost text', 30000, function()
+      return ghost(bufnr)
+    end)
+  end
   for _, key in ipairs(vim.json.decode(env.DG_TEST_KEYS)) do
     local before = table.concat(api.nvim_buf_get_lines(bufnr, 0, -1, true), '\n')
     local shown_before = ghost(bufnr)

@@ -48,12 +48,12 @@ check('keymap override default', cfg.keymaps.override, false)
 vim.g.dg_lsp = { keymaps = { accept = '<C-l>', override = true } }
 cfg, problems = config.get()
 check('keymap set', cfg.keymaps, { accept = '<C-l>', accept_word = '<M-Right>', accept_line = '<M-C-Right>',
-  next = '<M-]>', prev = '<M-[>', override = true })
+  next = '<M-]>', prev = '<M-[>', suggest = '<M-\\>', override = true })
 check('keymap no problems', problems, {})
 local default_keys = { accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', next = '<M-]>',
-  prev = '<M-[>', override = false }
+  prev = '<M-[>', suggest = '<M-\\>', override = false }
 for _, bad in ipairs({ { accept = 1 }, { accept = '' }, { override = 'yes' }, { tab = '<Tab>' }, { accept_word = 2 },
-  { next = '' }, { prev = true } }) do
+  { next = '' }, { prev = true }, { suggest = 1 } }) do
   vim.g.dg_lsp = { keymaps = bad }
   cfg, problems = config.get()
   check('bad keymaps ' .. vim.inspect(bad), { cfg.keymaps, #problems }, { default_keys, 1 })
@@ -64,6 +64,12 @@ check('partial keys set', { cfg.keymaps.accept_word, cfg.keymaps.accept_line, #p
 vim.g.dg_lsp = { keymaps = { next = '<C-n>', prev = false } }
 cfg, problems = config.get()
 check('cycle keys set', { cfg.keymaps.next, cfg.keymaps.prev, #problems }, { '<C-n>', false, 0 })
+check('automatic by default', config.get().automatic, true)
+vim.g.dg_lsp = { automatic = false }
+check('automatic off', config.get().automatic, false)
+vim.g.dg_lsp = { automatic = 'no' }
+cfg, problems = config.get()
+check('automatic must be a boolean', { cfg.automatic, #problems }, { true, 1 })
 
 -- Partial accept: what the word and line keys take of a suggestion's rest.
 local take = require('dg_lsp.partial').take

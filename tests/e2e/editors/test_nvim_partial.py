@@ -2,7 +2,8 @@
 answer scripted), in both renderers: the next word (`keymaps.accept_word`, <M-Right> by default) and the next line
 (`keymaps.accept_line`, <M-C-Right>) of the suggestion are inserted a piece at a time, and the rest of the suggestion
 stays shown: at once in the plugin's own renderer, from the server's cache of the suggestion being typed through in
-Neovim 0.12's. <M-]> and <M-[> (`keymaps.next`, `keymaps.prev`) show the server's other items for the place."""
+Neovim 0.12's. <M-]> and <M-[> (`keymaps.next`, `keymaps.prev`) show the server's other items for the place.
+`:DgToggle off` pauses automatic suggestions: none comes while typing, and <M-\\> (`keymaps.suggest`) asks."""
 
 from __future__ import annotations
 
@@ -30,14 +31,14 @@ CYCLE_ANSWERS = [('"""The area."""\n    ', "\n    return r * r\n", ["return r **
 CYCLE_KEYS = ["<M-]>", "<M-]>", "<M-]>", "<M-[>", "<Tab>"]
 
 
-def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str]) -> dict:
+def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str], pause: bool = False) -> dict:
     tmp = tmp_path_factory.mktemp(f"nvim-keys-{renderer}")
     work = tmp / "area.py"
     work.write_text(SOURCE)
     out = tmp / "result.json"
     config = {"cmd": server_cmd("tiny", answers), "ghost_text": renderer}
     env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(keys),
-                   DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000))
+                   DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000), DG_TEST_PAUSE="1" if pause else "0")
     argv = [nvim.binary, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={PLUGIN}",
             "--cmd", f"lua vim.g.dg_lsp = vim.json.decode({json.dumps(json.dumps(config))})",
             "-c", f"luafile {DRIVER}"]
@@ -61,6 +62,14 @@ def result(request, nvim, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module", params=["fallback", "native"])
 def cycled(request, nvim, tmp_path_factory) -> dict:
     return _run(nvim, tmp_path_factory, request.param, CYCLE_ANSWERS, CYCLE_KEYS)
+
+
+@pytest.fixture(scope="module", params=["fallback", "native"])
+def paused(request, nvim, tmp_path_factory) -> dict:
+    # the plugin's renderer asks with <M-\\>; Neovim's built-in one only asks while typing: resumed, entering insert
+    # mode again at the same place asks
+    keys = ["<M-\\>", "<Tab>"] if request.param == "fallback" else ["<Cmd>DgToggle on<CR><Esc>a", "<Tab>"]
+    return _run(nvim, tmp_path_factory, request.param, ANSWERS, keys, pause=True)
 
 
 def test_word_and_line_keys_insert_the_suggestion_a_piece_at_a_time(result):
@@ -92,3 +101,14 @@ def test_next_and_previous_keys_show_the_answers_other_items_and_tab_inserts_the
                                                "return r * r (1/3)", "return 3.14 * r * r (3/3)"], steps
     assert all(s["lines"] == SOURCE.split("\n")[:-1] for s in steps[:4]), steps  # the buffer untouched
     assert steps[4]["lines"][2] == "    return 3.14 * r * r", steps
+
+
+def test_paused_automatic_suggestions_come_only_when_asked(paused):
+    assert paused.get("error") is None and paused["attached"], json.dumps(paused, indent=1)
+    if paused["wanted_renderer"] == "native" and paused["renderer"] != "native":
+        pytest.skip("this Neovim has no vim.lsp.inline_completion")
+    assert paused["automatic"] is False
+    assert paused["quiet_ghost"] is None, paused  # 4 s in insert mode at the place: nothing asked, nothing shown
+    steps = paused["steps"]
+    assert steps[0]["ghost"] == "total = r * r\n    return total", steps  # asked (<M-\\>), or resumed and moved
+    assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps

@@ -10,9 +10,10 @@ local M = {}
 ---@field settings table The `dgLsp` settings section (model, device, dtype, maxSteps, ...).
 ---@field ghost_text 'auto'|'native'|'fallback' Who renders suggestions.
 ---@field debounce_ms integer Delay before the fallback renderer asks (ms).
----@field keymaps { accept: string|false, accept_word: string|false, accept_line: string|false, next: string|false, prev: string|false, override: boolean }
+---@field automatic boolean Suggest while typing; false: only when asked (`keymaps.suggest`). `:DgToggle` flips it.
+---@field keymaps { accept: string|false, accept_word: string|false, accept_line: string|false, next: string|false, prev: string|false, suggest: string|false, override: boolean }
 --- Buffer-local insert-mode keys (the whole suggestion, its next word, its next line, the server's
---- next and previous suggestion for the same place);
+--- next and previous suggestion for the same place, a suggestion now);
 --- `override = false` leaves a key alone in a buffer that already maps it (another plugin).
 M.defaults = {
   cmd = { 'dg-lsp', 'serve' },
@@ -25,9 +26,10 @@ M.defaults = {
   settings = {},
   ghost_text = 'auto',
   debounce_ms = 150,
+  automatic = true,
   keymaps = {
     accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-C-Right>', next = '<M-]>', prev = '<M-[>',
-    override = false,
+    suggest = '<M-\\>', override = false,
   },
 }
 
@@ -55,13 +57,15 @@ local checks = {
     "'auto', 'native' or 'fallback'",
   },
   debounce_ms = { function(v) return type(v) == 'number' and v >= 0 end, 'a number >= 0' },
+  automatic = { function(v) return type(v) == 'boolean' end, 'true or false' },
   keymaps = {
     function(v)
       if type(v) ~= 'table' then
         return false
       end
       for k, item in pairs(v) do
-        local ok = ((k == 'accept' or k == 'accept_word' or k == 'accept_line' or k == 'next' or k == 'prev')
+        local ok = ((k == 'accept' or k == 'accept_word' or k == 'accept_line' or k == 'next' or k == 'prev'
+              or k == 'suggest')
             and (item == false or (type(item) == 'string' and item ~= '')))
           or (k == 'override' and type(item) == 'boolean')
         if not ok then
@@ -71,7 +75,7 @@ local checks = {
       return true
     end,
     "a table { accept = '<Tab>' or false, accept_word = '<M-Right>' or false, accept_line = '<M-C-Right>' or false,"
-      .. " next = '<M-]>' or false, prev = '<M-[>' or false, override = false }",
+      .. " next = '<M-]>' or false, prev = '<M-[>' or false, suggest = '<M-\\>' or false, override = false }",
   },
 }
 

@@ -13,7 +13,11 @@ M.ns = api.nvim_create_namespace('dg_lsp.ghost')
 api.nvim_set_hl(0, 'DgLspGhost', { link = 'Comment', default = true })
 api.nvim_set_hl(0, 'DgLspGhostIndex', { link = 'DgLspGhost', default = true })
 
+local TRIGGER_INVOKED = 1 -- lsp.InlineCompletionTriggerKind.Invoked
 local TRIGGER_AUTOMATIC = 2 -- lsp.InlineCompletionTriggerKind.Automatic
+
+--- Whether to ask while typing (`require('dg_lsp').toggle()` sets it).
+local automatic = true
 
 ---@class (private) dg_lsp.Suggestion
 ---@field client_id integer
@@ -113,7 +117,8 @@ local function show(bufnr, suggestion, cursor, hint)
   })
 end
 
-local function request(bufnr)
+---@param kind? integer the trigger kind (default: automatic)
+local function request(bufnr, kind)
   local state = buffers[bufnr]
   local client = lsp.get_client(bufnr)
   if not state or not client or api.nvim_get_current_buf() ~= bufnr then
@@ -126,7 +131,7 @@ local function request(bufnr)
   local cursor = api.nvim_win_get_cursor(0)
   local tick = api.nvim_buf_get_changedtick(bufnr)
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-  params.context = { triggerKind = TRIGGER_AUTOMATIC }
+  params.context = { triggerKind = kind or TRIGGER_AUTOMATIC }
   local id
   local function on_result(err, result)
     if not state.pending or state.pending.id ~= id then
@@ -174,9 +179,28 @@ local function on_change(bufnr)
     end
   end
   M.dismiss(bufnr)
+  if not automatic then
+    return
+  end
   state.timer:start(state.debounce_ms, 0, vim.schedule_wrap(function()
     request(bufnr)
   end))
+end
+
+--- Ask while typing (`on` true) or only when asked (`suggest_now`).
+function M.set_automatic(on)
+  automatic = on
+end
+
+--- Ask now, explicitly (the server's invoked trigger), in insert mode in the current buffer.
+--- Returns false where the plugin does not draw in `bufnr`.
+function M.suggest_now(bufnr)
+  if not buffers[bufnr] or api.nvim_get_current_buf() ~= bufnr then
+    return false
+  end
+  M.dismiss(bufnr)
+  request(bufnr, TRIGGER_INVOKED)
+  return true
 end
 
 function M.is_enabled(bufnr)

@@ -36,6 +36,8 @@ local function check_config(cfg, problems)
     cfg.keymaps.accept_line or 'none'))
   health.info(('next suggestion: %s, previous suggestion: %s'):format(cfg.keymaps.next or 'none',
     cfg.keymaps.prev or 'none'))
+  health.info(('automatic suggestions: %s (:DgToggle); a suggestion now: %s'):format(
+    require('dg_lsp').automatic() and 'on' or 'paused', cfg.keymaps.suggest or 'none'))
   for bufnr, k in pairs(require('dg_lsp').unmapped) do
     if vim.api.nvim_buf_is_valid(bufnr) then
       health.info(('buffer %d: %s left to the mapping another plugin made there (keymaps.override = true'

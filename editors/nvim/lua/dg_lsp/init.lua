@@ -10,6 +10,10 @@ local M = {}
 ---@type table<integer, string>
 local renderers = {}
 
+--- Automatic suggestions as `:DgToggle` left them; nil: as the configuration says (`automatic`).
+---@type boolean?
+local automatic_now = nil
+
 local function notify(msg, level)
   vim.notify('dg-lsp: ' .. msg, level or vim.log.levels.INFO)
 end
@@ -72,6 +76,43 @@ function M.cycle(bufnr, delta)
   return require('dg_lsp.ghost').cycle(bufnr, delta)
 end
 
+--- Whether suggestions come while typing (else only when asked, `suggest`).
+function M.automatic()
+  if automatic_now ~= nil then
+    return automatic_now
+  end
+  return config.get().automatic
+end
+
+--- Pause (`on` false) or resume (true) automatic suggestions in every buffer; nil: the other way
+--- round. Returns the new state. A shown suggestion stays until the next edit.
+function M.toggle(on)
+  if on == nil then
+    on = not M.automatic()
+  end
+  automatic_now = on
+  require('dg_lsp.ghost').set_automatic(on)
+  for bufnr, renderer in pairs(renderers) do
+    if renderer == 'native' and api.nvim_buf_is_valid(bufnr) then
+      require('dg_lsp.native').set_automatic(bufnr, on)
+    end
+  end
+  notify(on and 'automatic suggestions on' or ('automatic suggestions paused' .. (
+    config.get().keymaps.suggest and (' (%s asks)'):format(config.get().keymaps.suggest) or '')))
+  return on
+end
+
+--- Ask the server for a suggestion at the cursor now (an explicit request: a longer answer may come
+--- than while typing), with the plugin's renderer. Returns false where the buffer uses Neovim's
+--- built-in renderer, which only asks while typing.
+function M.suggest(bufnr)
+  bufnr = resolve(bufnr)
+  if renderers[bufnr] ~= 'fallback' then
+    return false
+  end
+  return require('dg_lsp.ghost').suggest_now(bufnr)
+end
+
 --- The mappings' descriptions, which also tell this plugin's own mappings from another's.
 local DESC = {
   accept = 'dg-lsp: accept the suggestion',
@@ -79,6 +120,7 @@ local DESC = {
   accept_line = 'dg-lsp: accept the next line',
   next = 'dg-lsp: the next suggestion',
   prev = 'dg-lsp: the previous suggestion',
+  suggest = 'dg-lsp: a suggestion now',
 }
 --- What each mapping runs (`require("dg_lsp").` + this) for `bufnr`.
 local CALL = {
@@ -87,6 +129,7 @@ local CALL = {
   accept_line = 'accept_part_now(%d, "line")',
   next = 'cycle(%d, 1)',
   prev = 'cycle(%d, -1)',
+  suggest = 'suggest(%d)',
 }
 local OWN = {}
 for _, desc in pairs(DESC) do
@@ -109,7 +152,7 @@ end
 
 local function set_keymaps(bufnr, cfg)
   M.unmapped[bufnr] = nil
-  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line', 'next', 'prev' }) do
+  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line', 'next', 'prev', 'suggest' }) do
     local key = cfg.keymaps[name]
     if key and not cfg.keymaps.override and foreign_mapping(bufnr, key) then
       M.unmapped[bufnr] = M.unmapped[bufnr] or key -- the first such key, for :checkhealth
@@ -118,7 +161,8 @@ local function set_keymaps(bufnr, cfg)
       -- when no suggestion fits the buffer as it is now.
       local call = CALL[name]:format(bufnr)
       vim.keymap.set('i', key, function()
-        if M.visible(bufnr) then
+        -- `suggest` asks whenever the plugin's renderer draws; the others act on a shown suggestion
+        if (name == 'suggest' and renderers[bufnr] == 'fallback') or (name ~= 'suggest' and M.visible(bufnr)) then
           return ('<Cmd>lua require("dg_lsp").%s<CR>'):format(call)
         end
         return key
@@ -132,8 +176,9 @@ local function on_attach(client, bufnr)
   local renderer = config.renderer(cfg)
   renderers[bufnr] = renderer
   if renderer == 'native' then
-    require('dg_lsp.native').enable(bufnr)
+    require('dg_lsp.native').enable(bufnr, M.automatic())
   else
+    require('dg_lsp.ghost').set_automatic(M.automatic())
     require('dg_lsp.ghost').enable(bufnr, cfg)
   end
   set_keymaps(bufnr, cfg)

@@ -24,8 +24,9 @@ local function cursor_of(bufnr)
   return win ~= -1 and api.nvim_win_get_cursor(win) or nil
 end
 
-function M.enable(bufnr)
-  vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+--- Start the built-in renderer in `bufnr` (`automatic` false: attached, but not asking; see `set_automatic`).
+function M.enable(bufnr, automatic)
+  vim.lsp.inline_completion.enable(automatic ~= false, { bufnr = bufnr })
   if buffers[bufnr] then
     return
   end
@@ -172,6 +173,14 @@ function M.accept(bufnr, unit)
       end
     end,
   })
+end
+
+--- Turn the built-in renderer on or off in `bufnr`: it only asks while typing, so off means no suggestions.
+function M.set_automatic(bufnr, on)
+  vim.lsp.inline_completion.enable(on, { bufnr = bufnr })
+  if not on and buffers[bufnr] then
+    buffers[bufnr].answered = nil
+  end
 end
 
 --- Show the built-in renderer's next (`delta` 1) or previous (-1) item of the answer, if it is fresh.
