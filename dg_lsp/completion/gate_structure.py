@@ -38,7 +38,7 @@ from dg_lsp.context.syntax import error_spans, parsed
 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
 # unindented)
-_INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust")
+_INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust", "csharp")
 
 
 def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,
@@ -105,7 +105,7 @@ def _opens_a_block_over_its_level(prefix: str, text: str, suffix: str, language:
 # read, where an annotation, a decorator or an attribute alone on its line rightly heads the declaration below it)
 _STATEMENT_LISTS = frozenset({"block", "compound_statement", "statement_block", "statement_list",
                               "switch_block_statement_group", "constructor_body", "switch_case", "switch_default",
-                              "case_statement", "expression_case", "default_case"})
+                              "case_statement", "expression_case", "default_case", "switch_section"})
 
 
 _CODE = re.compile(r"\S")

@@ -1,6 +1,6 @@
 """Map LSP language ids and file paths to tree-sitter grammars and parsers.
 
-Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp.
+Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp.
 Grammars come from the official ``tree-sitter-<lang>`` wheels; languages and
 parsers are built once and cached.
 """
@@ -29,6 +29,9 @@ LANGUAGE_IDS: dict[str, str] = {
     "c": "c",
     "cpp": "cpp",
     "c++": "cpp",
+    "csharp": "csharp",  # VS Code's id
+    "cs": "csharp",  # Neovim's filetype
+    "c#": "csharp",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -53,6 +56,7 @@ EXTENSIONS: dict[str, str] = {
     ".hpp": "cpp",
     ".hh": "cpp",
     ".hxx": "cpp",
+    ".cs": "csharp",
 }
 
 # canonical name -> (module, function returning the grammar capsule)
@@ -66,6 +70,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "java": ("tree_sitter_java", "language"),
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
+    "csharp": ("tree_sitter_c_sharp", "language"),
 }
 
 LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)

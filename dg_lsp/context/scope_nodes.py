@@ -70,6 +70,19 @@ SCOPE_KINDS: dict[str, dict[str, str]] = {
         "class_specifier": "class",
         "struct_specifier": "struct",
     },
+    "csharp": {
+        "method_declaration": "method",
+        "constructor_declaration": "method",
+        "destructor_declaration": "method",
+        "operator_declaration": "method",
+        "conversion_operator_declaration": "method",
+        "local_function_statement": "function",
+        "class_declaration": "class",
+        "record_declaration": "class",
+        "struct_declaration": "struct",
+        "interface_declaration": "interface",
+        "enum_declaration": "enum",
+    },
 }
 
 # Containers whose function children are methods, per language, and the wrapper

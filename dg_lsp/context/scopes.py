@@ -50,6 +50,7 @@ _COMMENT_STARTS = {
     "python": ("#",),
     "c": ("//", "/*", "*", "#"),
     "cpp": ("//", "/*", "*", "#"),
+    "csharp": ("//", "/*", "*", "#"),  # `#if` / `#region` at column 0 sit inside classes
 }
 _C_COMMENT_STARTS = ("//", "/*", "*")
 

@@ -164,6 +164,30 @@ class Calc {
 };
 """
 
+# Allman braces, a block namespace, a preprocessor line at column 0 inside the class (a region may not start there)
+CSHARP = """using System;
+
+namespace Demo
+{
+    public class Calc
+    {
+#if DEBUG
+        private int _calls;
+#endif
+        public int Add(int a, int b)
+        {
+            int total = a + b;
+            return total;
+        }
+
+        public Calc()
+        {
+            Base = Add(1, 2);
+        }
+    }
+}
+"""
+
 
 def _s(kind: str, name: str | None, start: int, end: int) -> Scope:
     return Scope(kind, name, start, end)
@@ -286,5 +310,18 @@ SAMPLES: dict[str, Sample] = {
         "class Calc {\n  int mul(int a) {\n    foo(\n    \n",
         "foo(\n    ",
         ("method", "mul"),
+    ),
+    "csharp": Sample(
+        "csharp",
+        CSHARP,
+        "int total",
+        (_s("class", "Calc", 4, 19), _s("method", "Add", 9, 13)),
+        14,
+        (_s("class", "Calc", 4, 19),),
+        "Add(1, 2);",
+        (_s("class", "Calc", 4, 19), _s("method", "Calc", 15, 18)),
+        "class Calc\n{\n    int Add(int a)\n    {\n        int x = Foo(\n        \n    }\n",
+        "Foo(\n        ",
+        ("method", "Add"),
     ),
 }

@@ -33,6 +33,9 @@ from dg_lsp.context import (
         ("c++", "cpp"),
         ("C++", "cpp"),
         ("tsx", "tsx"),
+        ("csharp", "csharp"),
+        ("cs", "csharp"),
+        ("c#", "csharp"),
     ],
 )
 def test_normalize_language(language_id, canonical):
@@ -71,6 +74,7 @@ def test_unknown_language_ids(language_id):
         ("m.hpp", "cpp"),
         ("m.hh", "cpp"),
         ("m.hxx", "cpp"),
+        ("Program.cs", "csharp"),
         ("/home/u/README.md", None),
         ("Makefile", None),
     ],
@@ -88,7 +92,7 @@ def test_every_canonical_language_has_a_working_parser(name):
     assert get_language(name) is language
     assert get_parser(name) is parser
     assert parser.parse(b"x").root_node.type in {
-        "module", "program", "source_file", "translation_unit"
+        "module", "program", "source_file", "translation_unit", "compilation_unit"
     }
 
 

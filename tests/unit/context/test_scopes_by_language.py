@@ -1,4 +1,4 @@
-"""Enclosing scopes and windows at the interesting places, for each of the 8 languages."""
+"""Enclosing scopes and windows at the interesting places, for each language."""
 
 from __future__ import annotations
 
