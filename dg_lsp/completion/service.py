@@ -146,9 +146,9 @@ class CompletionService:
         """An inline answer's other items (at most `maxSuggestions` - 1): the other lines the engine weighed against
         it (the suffix-scored alternatives, `InfillResult.alternatives`), best score first, each finished and checked
         as the answer is (`_shown`); one that comes out empty, the same as the answer or as an item before it is left
-        out. None for a selection fill or an empty answer (what the checks refused is not replaced by a line the
-        engine scored lower). The lines come with the answer at no model cost; checking each costs about a
-        millisecond (HumanEval's files)."""
+        out. Nothing for a selection fill or an empty answer (what the checks refused is not replaced by a line the
+        engine scored lower). The lines come with the answer at no model cost; checking each took about half a
+        millisecond on HumanEval's files (docs/results/suggestions.md)."""
         limit = self.settings.max_suggestions - 1
         if limit < 1 or p.req.is_selection or not text:
             return ()
@@ -284,6 +284,7 @@ class CompletionService:
             result = await asyncio.wrap_future(future)
             if result.cancelled:
                 return None
+
             def finished() -> tuple[str, str | None, tuple[str, ...]]:
                 text, why = self._finish(p, result)
                 return text, why, self._others(p, result, text)
