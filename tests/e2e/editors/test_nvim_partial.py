@@ -31,10 +31,11 @@ CYCLE_ANSWERS = [('"""The area."""\n    ', "\n    return r * r\n", ["return r **
 CYCLE_KEYS = ["<M-]>", "<M-]>", "<M-]>", "<M-[>", "<Tab>"]
 
 
-def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str], pause: bool = False) -> dict:
+def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str], pause: bool = False,
+         name: str = "area.py", source: str = SOURCE) -> dict:
     tmp = tmp_path_factory.mktemp(f"nvim-keys-{renderer}")
-    work = tmp / "area.py"
-    work.write_text(SOURCE)
+    work = tmp / name
+    work.write_text(source)
     out = tmp / "result.json"
     config = {"cmd": server_cmd("tiny", answers), "ghost_text": renderer}
     env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(keys),
@@ -62,6 +63,16 @@ def result(request, nvim, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module", params=["fallback", "native"])
 def cycled(request, nvim, tmp_path_factory) -> dict:
     return _run(nvim, tmp_path_factory, request.param, CYCLE_ANSWERS, CYCLE_KEYS)
+
+
+CS_SOURCE = "class Area\n{\n    \n}\n"
+
+
+@pytest.fixture(scope="module")
+def csharp(nvim, tmp_path_factory) -> dict:
+    # the cursor on the blank line 3 at column 4, in a class body
+    return _run(nvim, tmp_path_factory, "fallback", [("{\n    ", "\n    public int Width;\n")], ["<Tab>"],
+                name="Area.cs", source=CS_SOURCE)
 
 
 @pytest.fixture(scope="module", params=["fallback", "native"])
@@ -112,3 +123,10 @@ def test_paused_automatic_suggestions_come_only_when_asked(paused):
     steps = paused["steps"]
     assert steps[0]["ghost"] == "total = r * r\n    return total", steps  # asked (<M-\\>), or resumed and moved
     assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps
+
+
+def test_a_csharp_file_gets_suggestions(csharp):
+    """Neovim's `cs` filetype: the plugin attaches, the server reads the file as C# and shows the line, Tab inserts it."""
+    assert csharp.get("error") is None and csharp["attached"], json.dumps(csharp, indent=1)
+    assert csharp["first_ghost"] == "public int Width;", csharp
+    assert csharp["steps"][0]["lines"] == ["class Area", "{", "    public int Width;", "}"], csharp
