@@ -113,15 +113,31 @@ def cut_to_block(text: str, indent: str, max_lines: int, line_prefix: str = "", 
     """Keep at most `max_lines` lines and stop before a line that dedents out of the cursor's block, or (with
     `reach_cut`) one that nothing reaches: a line of the block a `return`, `raise`, `break` or `continue` line
     ended (at its indentation; a `case` or a label is reached by a jump). `line_prefix`: the document's text
-    before the cursor on its line (the first line's start); `language` as for `drop_closers_the_suffix_has`."""
+    before the cursor on its line (the first line's start); `language` as for `drop_closers_the_suffix_has`.
+    Where `indent` is deeper than the first line (one statement: `shown_end`), a brace language's block stays the
+    statement's: the `}` line back at the first line's depth that closes the `{` it ends with, or, written the
+    Allman or GNU way, a `{` alone at that depth right under it and the `}` line that closes that; the `}` line
+    ends the statement, unless it opens the next block (`} else {`)."""
     lines = text.split("\n")
     kept = [lines[0]]
     first = line_prefix + lines[0]
     ended = _width(first) if reach_cut and _ENDS_FLOW.match(first.lstrip()) else None  # a block ended there
+    braces = language not in (None, "python") and _width(first) < len(indent)
+    # the statement opened its block (`if (x) {`, or an Allman `{` line kept), and its `}` line is not yet written
+    opened = braces and first.rstrip().endswith("{") and first.rstrip()[-2:] != "${"
     for line in lines[1:]:
         if len(kept) >= max_lines:
             break
         if line.strip() and _width(line) < len(indent):
+            if braces and _width(line) == _width(first) and not opened and line.strip() == "{" \
+                    and not any(k.strip() for k in kept[1:]):
+                opened = True
+                kept.append(line)
+                continue
+            if opened and _width(line) == _width(first) and line.strip().startswith("}"):
+                kept.append(line)
+                if line.rstrip().endswith("{"):
+                    continue  # `} else {`: the statement goes on in its next block
             break
         stmt = line.lstrip()
         ends = reach_cut and bool(_ENDS_FLOW.match(stmt))

@@ -164,7 +164,7 @@ class InfillLifecycle:
                 canvas.ends = pads if canvas.ends is None else canvas.ends | pads
             if request.block_indent is not None and not request.line_only:
                 canvas.block_end = BlockEnd(self.columns.column_texts(), heal, int(request.block_indent),
-                                            request.block_lines, request.rest_of_line)
+                                            request.block_lines, request.rest_of_line, request.one_statement)
         return canvas.prompt_ids, canvas, heal
 
     def add_columns(self, ids) -> int:

@@ -664,3 +664,14 @@ def test_a_text_ending_in_a_block_header_with_no_body_is_cut_where_the_window_st
     raw = "if not p2:\n        bits.append(p2)\n    if not p3:"
     assert finish_suggestion(raw, [], ctx.prefix, ctx, selection=False, max_lines=8) == \
         "if not p2:\n        bits.append(p2)"
+
+
+def test_a_block_statement_at_a_blank_line_above_code_at_its_depth_is_shown_through_its_closing_brace():
+    """One statement is shown at a blank line above code at the cursor's depth: in a brace language a block statement
+    ends with its `}` line (back at the cursor's depth), which was cut before, leaving the block open: not shown."""
+    prefix, suffix = "function f(n) {\n  const a = 1;\n  ", "\n  return n;\n}\n"
+    block = "if (n < 0) {\n    n = -n;\n  }"
+    assert _shown_js(prefix, suffix, block + "\n  return n * 2;") == block
+    both = "if (n < 0) {\n    n = -n;\n  } else {\n    n = 1;\n  }"
+    assert _shown_js(prefix, suffix, both + "\n  log(n);") == both
+    assert _shown_js(prefix, suffix, "n = -n;\n  return n;") == "n = -n;"

@@ -3,6 +3,8 @@ token, and that a fill stopped there shows what the whole fill shows."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from dg_lsp.completion.postprocess import cut_to_block
@@ -76,3 +78,31 @@ def test_a_rest_of_line_fill_cut_where_the_end_is_decided_shows_the_same_text():
     whole = finish(answer[3:], suffix, prefix=prefix, indent="    ", rest_of_line=True)
     cut = finish(answer[:k + 1][3:], suffix, prefix=prefix, indent="    ", rest_of_line=True)
     assert whole == cut == "f.agents:"
+
+
+@pytest.mark.parametrize("answer,expected", [
+    # one statement at a blank line (block indent one deeper than its first line, at 2): the block it opens goes on
+    # through its `}` line back at the first line's depth, and the line after that decides
+    ("if (n < 0) {\n    n = -n;\n  }\n  return n;", "if (n < 0) {\n    n = -n;\n  }"),
+    # `} else {` opens the statement's next block
+    ("if (n) {\n    a();\n  } else {\n    b();\n  }\n  c();", "if (n) {\n    a();\n  } else {\n    b();\n  }"),
+    # the Allman way: a `{` line right under the first line, at its depth
+    ("if (n < 0)\n  {\n    n = -n;\n  }\n  return n;", "if (n < 0)\n  {\n    n = -n;\n  }"),
+    # a statement with no block ends at the next line at its depth
+    ("n = -n;\n  return n;", "n = -n;"),
+    # a `{` line after other lines is not the statement's
+    ("if (n < 0)\n    n = -n;\n  {\n  }", "if (n < 0)\n    n = -n;"),
+])
+def test_one_statement_keeps_its_block_through_the_closing_brace(answer, expected):
+    """`braces`: the engine stops where cut_to_block (language JavaScript) ends the statement, and not before."""
+    k = block_end_slot(list(answer), "", 3, 8, braces=True)
+    assert k is not None
+    whole = cut_to_block(answer, "   ", 8, "  ", True, "javascript")
+    assert whole == expected
+    assert cut_to_block(answer[:k + 1], "   ", 8, "  ", True, "javascript") == whole
+    # without braces (the rule as it was) the statement ends before its `}` or `{` line
+    assert block_end_slot(list(answer), "", 3, 8) <= k
+    # Python never reads braces so: its statement ends at the first later line at the first line's depth
+    head, *rest = answer.split("\n")
+    deeper = list(itertools.takewhile(lambda line: len(line) - len(line.lstrip()) >= 3, rest))
+    assert cut_to_block(answer, "   ", 8, "  ", True, "python") == "\n".join([head, *deeper])

@@ -1,0 +1,67 @@
+"""C#: what the server shows for an engine answer in a C# document (`finish_suggestion` on the request's context: the
+windows, post-processing, the syntax gate with tree-sitter-c-sharp), in the Allman style C# code is written in."""
+
+from __future__ import annotations
+
+from dg_lsp.completion.postprocess import finish_suggestion
+from dg_lsp.context import extract_context
+
+CLASS = """using System;
+
+namespace Demo
+{
+    public class Calc
+    {
+#if DEBUG
+        private int _calls;
+#endif
+        public int Add(int a, int b)
+        {
+            int total = @@
+            return total;
+        }
+
+        public string Name(int n)
+        {
+            @@
+            return "n";
+        }
+    }
+}
+"""
+
+
+def _shown(text: str, hole: int = 0) -> str:
+    """The shown text for the engine answer `text` at the `hole`-th @@ of CLASS (the others removed)."""
+    parts = CLASS.split("@@")
+    prefix = "".join(parts[:hole + 1])
+    document = prefix + "".join(parts[hole + 1:])
+    lines = prefix.split("\n")
+    ctx = extract_context(document, "csharp", len(lines) - 1, len(lines[-1]))
+    assert ctx.language == "csharp" and ctx.enclosing is not None and ctx.enclosing.kind == "method"
+    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=document)
+
+
+def test_a_clean_rest_of_line_is_shown_and_text_that_repeats_the_next_line_is_dropped():
+    assert _shown("a + b;") == "a + b;"
+    assert _shown("a + b;\n            return total;") == "a + b;"
+
+
+def test_broken_text_is_not_shown_or_cut_to_its_clean_start():
+    assert _shown('Format("{0}, a;') == ""  # a string it does not close
+    assert _shown("a + (b;") == ""  # a bracket it leaves open on the statement's only line
+    assert _shown("a + b; }") == ""  # a closer that would end the method early (no clean start of its line ends
+    # in a `;`, and C# needs one)
+
+
+def test_a_block_statement_at_a_blank_line_is_shown_through_its_closing_brace():
+    """At a blank line above code at its depth one statement is shown: a block statement whole, its `}` line (back
+    at the statement's depth) included, written the Allman way (C#'s) or with the `{` on the header's line."""
+    allman = "if (n < 0)\n            {\n                n = -n;\n            }"
+    assert _shown(allman + "\n            return n.ToString();", hole=1) == allman
+    same_line = "if (n < 0) {\n                n = -n;\n            }"
+    assert _shown(same_line + "\n            return n.ToString();", hole=1) == same_line
+    # the header alone, or a block left open, would take in the user's `return`: not shown
+    assert _shown("if (n < 0)\n", hole=1) == ""
+    assert _shown("if (n < 0) {\n", hole=1) == ""
+    assert _shown("n = Math.Abs(n);\n            return n.ToString();", hole=1) == "n = Math.Abs(n);"
