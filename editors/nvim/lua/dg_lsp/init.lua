@@ -113,27 +113,19 @@ function M.suggest(bufnr)
   return require('dg_lsp.ghost').suggest_now(bufnr)
 end
 
---- The mappings' descriptions, which also tell this plugin's own mappings from another's.
-local DESC = {
-  accept = 'dg-lsp: accept the suggestion',
-  accept_word = 'dg-lsp: accept the next word',
-  accept_line = 'dg-lsp: accept the next line',
-  next = 'dg-lsp: the next suggestion',
-  prev = 'dg-lsp: the previous suggestion',
-  suggest = 'dg-lsp: a suggestion now',
-}
---- What each mapping runs (`require("dg_lsp").` + this) for `bufnr`.
-local CALL = {
-  accept = 'accept_now(%d)',
-  accept_word = 'accept_part_now(%d, "word")',
-  accept_line = 'accept_part_now(%d, "line")',
-  next = 'cycle(%d, 1)',
-  prev = 'cycle(%d, -1)',
-  suggest = 'suggest(%d)',
+--- The mappings, in the order they are made: the `keymaps` key, the description (which also tells this
+--- plugin's own mappings from another's), and what it runs (`require("dg_lsp").` + this, for `bufnr`).
+local MAPS = {
+  { 'accept', 'dg-lsp: accept the suggestion', 'accept_now(%d)' },
+  { 'accept_word', 'dg-lsp: accept the next word', 'accept_part_now(%d, "word")' },
+  { 'accept_line', 'dg-lsp: accept the next line', 'accept_part_now(%d, "line")' },
+  { 'next', 'dg-lsp: the next suggestion', 'cycle(%d, 1)' },
+  { 'prev', 'dg-lsp: the previous suggestion', 'cycle(%d, -1)' },
+  { 'suggest', 'dg-lsp: a suggestion now', 'suggest(%d)' },
 }
 local OWN = {}
-for _, desc in pairs(DESC) do
-  OWN[desc] = true
+for _, map in ipairs(MAPS) do
+  OWN[map[2]] = true
 end
 
 --- Buffers where the accept key was left alone because another mapping had it: bufnr -> key.
@@ -152,21 +144,21 @@ end
 
 local function set_keymaps(bufnr, cfg)
   M.unmapped[bufnr] = nil
-  for _, name in ipairs({ 'accept', 'accept_word', 'accept_line', 'next', 'prev', 'suggest' }) do
+  for _, map in ipairs(MAPS) do
+    local name, desc, call = map[1], map[2], map[3]:format(bufnr)
     local key = cfg.keymaps[name]
     if key and not cfg.keymaps.override and foreign_mapping(bufnr, key) then
       M.unmapped[bufnr] = M.unmapped[bufnr] or key -- the first such key, for :checkhealth
     elseif key then
       -- The edit runs from <Cmd>, in order with the keys typed after the accept key; a plain `key`
       -- when no suggestion fits the buffer as it is now.
-      local call = CALL[name]:format(bufnr)
       vim.keymap.set('i', key, function()
         -- `suggest` asks whenever the plugin's renderer draws; the others act on a shown suggestion
         if (name == 'suggest' and renderers[bufnr] == 'fallback') or (name ~= 'suggest' and M.visible(bufnr)) then
           return ('<Cmd>lua require("dg_lsp").%s<CR>'):format(call)
         end
         return key
-      end, { buffer = bufnr, expr = true, desc = DESC[name] })
+      end, { buffer = bufnr, expr = true, desc = desc })
     end
   end
 end
