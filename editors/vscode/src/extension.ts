@@ -65,8 +65,11 @@ async function toggleAutomatic(inLanguage: boolean, statusBar: StatusBar): Promi
   }
   const pause = automaticEnabled(inLanguage ? config : vscode.workspace.getConfiguration(SECTION));
   const globalOn = automaticEnabled(vscode.workspace.getConfiguration(SECTION));
-  const target = inLanguage ? vscode.workspace.getConfiguration(SECTION, { languageId: languageId! }) : vscode.workspace.getConfiguration(SECTION);
-  await target.update('automaticTrigger', automaticValue(pause, inLanguage, globalOn), vscode.ConfigurationTarget.Global, inLanguage);
+  const target = inLanguage
+    ? vscode.workspace.getConfiguration(SECTION, { languageId: languageId! })
+    : vscode.workspace.getConfiguration(SECTION);
+  const value = automaticValue(pause, inLanguage, globalOn);
+  await target.update('automaticTrigger', value, vscode.ConfigurationTarget.Global, inLanguage);
   showPaused(statusBar);
   const where = inLanguage ? ` in ${languageId} files` : '';
   void vscode.window.showInformationMessage(pause
