@@ -188,6 +188,9 @@ def _brackets(text: str, language: str | None):
                 i = end
                 continue
         quote = next((q for q in QUOTES if text.startswith(q, i)), None)
+        if quote == '"' and language == "csharp" and text[i - 1:i] == "@":  # a verbatim string: `\` escapes nothing
+            i = _verbatim_end(text, i)
+            continue
         if quote == "'" and language == "rust":  # a char literal, or a lifetime or label (`'_`, `'a:`) that opens none
             char = _RUST_CHAR.match(text, i)
             i = char.end() if char else i + 1
@@ -210,6 +213,19 @@ def _string_stops(quote: str) -> re.Pattern:
     """Where a string opened with `quote` may end: its quote, a backslash, or (one-line quotes) a line break."""
     multi = len(quote) == 3 or quote == "`"
     return re.compile("[" + re.escape(quote[0] + "\\" + ("" if multi else "\n")) + "]")
+
+
+def _verbatim_end(text: str, i: int) -> int:
+    """The offset after C#'s verbatim string literal (`@"..."`, `$@"..."`) whose quote is at offset `i`: no escapes,
+    `""` is a quote, line breaks are the string's (past the text's end for one never closed)."""
+    i += 1
+    while True:
+        k = text.find('"', i)
+        if k < 0:
+            return len(text) + 1
+        if not text.startswith('""', k):
+            return k + 1
+        i = k + 2
 
 
 def _string_end(text: str, i: int, quote: str) -> int:

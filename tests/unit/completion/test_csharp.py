@@ -65,3 +65,16 @@ def test_a_block_statement_at_a_blank_line_is_shown_through_its_closing_brace():
     assert _shown("if (n < 0)\n", hole=1) == ""
     assert _shown("if (n < 0) {\n", hole=1) == ""
     assert _shown("n = Math.Abs(n);\n            return n.ToString();", hole=1) == "n = Math.Abs(n);"
+
+
+def test_a_verbatim_string_ends_at_its_quote_whatever_backslashes_it_holds():
+    """`@"C:\\dir\\"` is a whole string in C# (no escapes in a verbatim string; `""` is a quote): the bracket scan
+    reads on after it, where a regular string's `\\"` would have kept it open."""
+    from dg_lsp.completion.brackets import ends_in_literal, open_brackets
+
+    assert open_brackets('f(@"C:\\dir\\", (x', "csharp") == ["(", "("]
+    assert open_brackets('f(@"a""(b", x', "csharp") == ["("]
+    assert ends_in_literal('path = @"C:\\dir\\" + name', "csharp") is False
+    assert ends_in_literal('path = @"C:\\dir', "csharp") is True
+    assert ends_in_literal('path = "C:\\dir\\" + name', "csharp") is True  # a regular string: `\\"` is an escape
+    assert _shown('Path.Combine(@"C:\\temp\\", "x");') == 'Path.Combine(@"C:\\temp\\", "x");'
