@@ -4,6 +4,7 @@ module a language:
   value, reserved words as names, `await` as a name where it is a keyword);
 - `c_family`: C's and C++'s locals declared twice in one block;
 - `java`: Java's locals declared again in their scope, and its unreachable statements;
+- `csharp`: C#'s locals declared again in their scope;
 - `go`: Go's names declared twice in one block and its `:=` with no new name;
 - `returns`: Go's and Java's returns that give the wrong count of values;
 - `rust`: Rust's `self` outside a method, and a value left as the last expression of a function that returns
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 
 from dg_lsp.context.bindings.c_family import C_FAMILY, c_redeclared, declarator_names
+from dg_lsp.context.bindings.csharp import csharp_redeclared
 from dg_lsp.context.bindings.go import go_field_names, go_names, go_redeclared
 from dg_lsp.context.bindings.java import java_redeclared, java_unreachable
 from dg_lsp.context.bindings.returns import return_errors
@@ -39,13 +41,16 @@ def early_errors(text: str, language: str | None) -> Counter:
     code's reserved words as names in strict code, and `await` as a name where it is a keyword (`"word"`). In C
     and C++, locals declared twice in one block (`c_redeclared`); in Java, a local declared where another of that
     name is in scope (`java_redeclared`) and a statement after a `return`, `throw`, `break` or `continue`
-    (`java_unreachable`); in Go, names declared twice in one block and a `:=` without a new name
+    (`java_unreachable`); in C#, a local declared where another of that name is in scope (`csharp_redeclared`);
+    in Go, names declared twice in one block and a `:=` without a new name
     (`go_redeclared`); in both, a `return` with the wrong count of values (`"returns"`, `return_errors`); in Rust,
     `self` outside a method and a value as the last expression of a function without a return type
     (`rust_errors`). Empty in other languages."""
-    if language not in LANGUAGES and language not in C_FAMILY and language not in ("go", "rust"):
+    if language not in LANGUAGES and language not in C_FAMILY and language not in ("go", "rust", "csharp"):
         return Counter()
     root = parsed(text, language).root_node  # the gate parses the same window in its other checks
+    if language == "csharp":
+        return csharp_redeclared(root)
     if language == "rust":
         return rust_errors(root)
     if language == "go":

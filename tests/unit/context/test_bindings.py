@@ -152,6 +152,26 @@ def test_a_java_local_may_not_shadow_another_local_or_parameter_of_its_method():
     assert clean_cut("total += x;", prefix, suffix, "java") == "total += x;"
 
 
+def test_a_csharp_local_may_not_take_the_name_of_another_local_or_parameter_in_scope():
+    """csc: CS0128 "A local variable named 'x' is already defined in this scope", CS0136 in a nested block (a `for`'s,
+    a `foreach`'s, a `catch`'s and a `using`'s variables included; a switch's sections share one scope). Sibling
+    blocks, other methods, lambdas and local functions are not read across."""
+    cs = ("class A\n{\n    int F(int a)\n    {\n        int x = 1, y;\n        int a = 2;\n"
+          "        for (int i = 0; i < 3; i++) { int x = i; }\n        foreach (var y in Xs()) { }\n"
+          "        try { } catch (Exception e) { var e = 1; }\n        using (var s = Open()) { int s = 0; }\n"
+          "        { int z = 1; }\n        { int z = 2; }\n        Func<int, int> g = q => q;\n"
+          "        int L(int x) { return x; }\n        return x;\n    }\n\n    int G() { int x = 3; return x; }\n}\n")
+    assert early_errors(cs, "csharp") == {("redeclared", "a"): 1, ("redeclared", "x"): 1, ("redeclared", "y"): 1,
+                                          ("redeclared", "e"): 1, ("redeclared", "s"): 1}
+    switch = "class A { void F(int k) { switch (k) { case 1: int c = 1; break; case 2: int c = 2; break; } } }"
+    assert early_errors(switch, "csharp") == {("redeclared", "c"): 1}
+    prefix = "class A\n{\n    int Sum(int[] xs)\n    {\n        int total = 0;\n        foreach (var x in xs)\n"
+    prefix += "        {\n            "
+    suffix = "\n        }\n        return total;\n    }\n}\n"
+    assert clean_cut("int total = x * 2;", prefix, suffix, "csharp") == ""
+    assert clean_cut("total += x;", prefix, suffix, "csharp") == "total += x;"
+
+
 def test_a_return_that_does_not_give_its_functions_count_of_values_is_an_early_error():
     """go build: "not enough return values" (pflag's float32.go: `return v` in a function of (float32, error)) and
     "too many return values"; a call may stand for several values and a bare return gives the named results.
