@@ -46,7 +46,7 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
     """The six rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
-    TypeScript; a local declared twice in C, C++, Java, Go; Java's unreachable code; a `return` with the wrong count
+    TypeScript; a local declared twice in C, C++, Java, C#, Go; Java's unreachable code; a `return` with the wrong count
     of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`), starts a
     statement that takes in the next line, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
@@ -70,7 +70,7 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
         if takes_the_next_line(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
-            return True  # JavaScript, TypeScript, C, C++, Java, Go and Rust only
+            return True  # JavaScript, TypeScript, C, C++, Java, C#, Go and Rust only
         return _error_inside(prefix, text, suffix, language)
     return breaks
 
