@@ -258,7 +258,7 @@ async function main() {
   await page.keyboard.type(TYPED, { delay: 50 });
   let automaticGhost;
   if (cfg.pauseCommand) {
-    await new Promise((r) => setTimeout(r, (cfg.quietS ?? 8) * 1000));
+    await new Promise((r) => setTimeout(r, (cfg.quietS ?? 5) * 1000));
     automaticGhost = await ghostText(page);
     mark('quiet', JSON.stringify(automaticGhost));
   }

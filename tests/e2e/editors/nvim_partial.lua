@@ -7,7 +7,7 @@
 -- Run as `nvim --headless --clean ... -c 'luafile nvim_partial.lua'`. Inputs (environment):
 -- DG_TEST_OUT (JSON path), DG_TEST_FILE (a Python file; the cursor goes to line 3, column 4),
 -- DG_TEST_KEYS (JSON list of keys to press one after another), DG_TEST_TIMEOUT_MS; DG_TEST_PAUSE=1:
--- `:DgToggle off` first, then 4 s in insert mode with no key (`quiet_ghost`: what was shown) before the keys.
+-- `:DgToggle off` first, then 3 s in insert mode with no key (`quiet_ghost`: what was shown) before the keys.
 local api = vim.api
 local env = vim.env
 local results = { log = {}, steps = {} }
@@ -56,7 +56,7 @@ local function main()
     return api.nvim_get_mode().mode == 'i'
   end)
   if env.DG_TEST_PAUSE == '1' then
-    sleep(4000)
+    sleep(3000)
     results.quiet_ghost = ghost(bufnr) or vim.NIL
   else
     results.first_ghost = wait_for('ghost text', 30000, function()

@@ -120,7 +120,7 @@ def test_next_and_previous_keys_show_the_answers_other_items_and_tab_inserts_the
 def test_paused_automatic_suggestions_come_only_when_asked(paused):
     _check_ran(paused)
     assert paused["automatic"] is False
-    assert paused["quiet_ghost"] is None, paused  # 4 s in insert mode at the place: nothing asked, nothing shown
+    assert paused["quiet_ghost"] is None, paused  # 3 s in insert mode at the place: nothing asked, nothing shown
     steps = paused["steps"]
     assert steps[0]["ghost"] == "total = r * r\n    return total", steps  # asked (<M-\\>), or resumed and moved
     assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps

@@ -146,7 +146,7 @@ def test_alt_bracket_shows_the_servers_next_item_and_tab_accepts_it(node_modules
 def test_automatic_suggestions_paused_for_the_language_and_alt_backslash_still_asks(node_modules, tmp_path):  # noqa: F811
     """The command "Pause or Resume Automatic Suggestions for This Language" from the palette: the user settings get
     `"[python]": {"dgLsp.automaticTrigger": false}`, the status item shows a pause sign, typing brings no ghost text
-    for 8 s, and an explicit request (Trigger Inline Suggestion, Alt+\\'s command, run from the palette) still brings
+    for 5 s, and an explicit request (Trigger Inline Suggestion, Alt+\\'s command, run from the palette) still brings
     one, which Tab accepts."""
     result, _ = _ghost_text_and_tab(tmp_path, notebook=False, answers=[("    # a", "nd b multiplied")],
                                     pauseCommand="dg-lsp: Pause or Resume Automatic Suggestions for This Language")
