@@ -9,7 +9,7 @@ from collections import Counter
 
 from tree_sitter import Node
 
-from dg_lsp.context.bindings.walk import broken_block
+from dg_lsp.context.bindings.walk import ScopeRules, scoped_redeclared
 
 # a type's members: each method starts afresh
 _TYPE_BODIES = frozenset({"declaration_list", "enum_member_declaration_list"})
@@ -58,10 +58,19 @@ def _declares(node: Node) -> list[str]:
     return []
 
 
-def _statements(block: Node) -> list[Node]:
-    """A block's statements in order; a switch body's, its sections' (one scope for all of them)."""
-    return [child for c in block.children
-            for child in (c.children if c.type == "switch_section" else [c])]
+def _locals(statement: Node) -> list[str]:
+    if statement.type != "local_declaration_statement":
+        return []
+    return _declarators(next((c for c in statement.named_children if c.type == "variable_declaration"), None))
+
+
+_CSHARP_SCOPES = ScopeRules(
+    bodies=_TYPE_BODIES,
+    parameters=lambda node: _parameters(node) if node.type in _FUNCTIONS else None,
+    declares=_declares,
+    blocks=_BLOCKS,
+    groups=frozenset({"switch_section"}),  # one scope for all a switch's sections
+    locals=_locals)
 
 
 def csharp_redeclared(root: Node) -> Counter:
@@ -71,29 +80,4 @@ def csharp_redeclared(root: Node) -> Counter:
     `out var` variables, anything across a lambda or local function (each starts afresh with its parameters), a
     block with an ERROR or MISSING node among its statements (its declarations do not count), nor anything inside
     an ERROR node."""
-    errors, stack = Counter(), [(root, frozenset(), False)]
-    while stack:
-        node, scope, in_error = stack.pop()
-        in_error = in_error or node.is_error
-        if node.type in _TYPE_BODIES:
-            scope = frozenset()
-        if node.type in _FUNCTIONS:
-            scope = frozenset(_parameters(node))
-        elif names := _declares(node):
-            if not in_error:
-                for name in names:
-                    errors["redeclared", name] += name in scope
-            scope = scope | frozenset(names)
-        if node.type in _BLOCKS and not in_error and not broken_block(node) \
-                and not any(broken_block(c) for c in node.children if c.type == "switch_section"):
-            declared: set[str] = set()
-            for child in _statements(node):
-                if child.type == "local_declaration_statement":
-                    for name in _declarators(next((c for c in child.named_children
-                                                   if c.type == "variable_declaration"), None)):
-                        errors["redeclared", name] += name in scope or name in declared
-                        declared.add(name)
-                stack.append((child, scope | frozenset(declared), in_error))
-            continue
-        stack.extend((child, scope, in_error) for child in node.children)
-    return +errors
+    return scoped_redeclared(root, _CSHARP_SCOPES)

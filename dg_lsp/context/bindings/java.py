@@ -8,7 +8,7 @@ from collections import Counter
 from tree_sitter import Node
 
 from dg_lsp.context.bindings.c_family import c_parameters, declarator_names
-from dg_lsp.context.bindings.walk import broken_block, nodes
+from dg_lsp.context.bindings.walk import ScopeRules, broken_block, nodes, scoped_redeclared
 
 _JAVA_BODIES = frozenset({"class_body", "interface_body", "enum_body", "annotation_type_body"})
 
@@ -51,45 +51,21 @@ def java_redeclared(root: Node) -> Counter:
     enclosing one of the same method, lambdas included ("variable n is already defined in method f": Java, unlike C,
     lets no local shadow another). A `for`'s variables, an enhanced `for`'s, a `catch`'s parameter, a `try`'s
     resources and a lambda's parameters count as declared too. A class body (a local or anonymous class) starts
-    afresh; a switch's groups share its scope. Not read: a block with an ERROR or MISSING node among its
-    statements (its declarations do not count), nor anything inside an ERROR node."""
-    errors, stack = Counter(), [(root, frozenset(), False)]
-    while stack:
-        node, scope, in_error = stack.pop()
-        in_error = in_error or node.is_error
-        if node.type in _JAVA_BODIES:
-            scope = frozenset()
-        if node.type in ("method_declaration", "constructor_declaration"):
-            scope = frozenset(c_parameters(node))
-        elif names := _java_declares(node):
-            if not in_error:
-                for name in names:
-                    errors["redeclared", name] += name in scope
-            scope = scope | frozenset(names)
-        if node.type in ("block", "constructor_body", "switch_block") and not in_error \
-                and not any(map(broken_block, [node, *_groups(node)])):
-            declared = set()
-            for child in _statements(node):
-                if child.type == "local_variable_declaration":
-                    for name in declarator_names(child, functions=False):
-                        errors["redeclared", name] += name in scope or name in declared
-                        declared.add(name)
-                stack.append((child, scope | frozenset(declared), in_error))
-            continue
-        stack.extend((child, scope, in_error) for child in node.children)
-    return +errors
+    afresh; a switch's groups share its scope (its arrow rules' bodies are blocks of their own). Not read: a block
+    with an ERROR or MISSING node among its statements (its declarations do not count), nor anything inside an ERROR
+    node."""
+    return scoped_redeclared(root, _JAVA_SCOPES)
 
 
-def _groups(block: Node) -> list[Node]:
-    return [c for c in block.children if c.type == "switch_block_statement_group"] if block.type == "switch_block" \
-        else []
-
-
-def _statements(block: Node) -> list[Node]:
-    """A block's children in order; a switch's, its groups' statements (`case 1: int a; ... case 2: int a;` is one
-    scope) and its arrow rules (`case 1 -> { ... }`, each body a block of its own)."""
-    return [child for c in block.children
-            for child in (c.children if c.type == "switch_block_statement_group" else [c])]
+_JAVA_SCOPES = ScopeRules(
+    bodies=_JAVA_BODIES,
+    parameters=lambda node: c_parameters(node) if node.type in ("method_declaration", "constructor_declaration")
+    else None,
+    declares=_java_declares,
+    blocks=frozenset({"block", "constructor_body", "switch_block"}),
+    groups=frozenset({"switch_block_statement_group"}),
+    locals=lambda statement: declarator_names(statement, functions=False)
+    if statement.type == "local_variable_declaration" else [])
 
 
 _JAVA_EXITS = frozenset({"return_statement", "throw_statement", "break_statement", "continue_statement"})

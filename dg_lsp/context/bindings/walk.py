@@ -1,9 +1,11 @@
-"""What the early-error readings of every language share: a walk of a tree that knows where ERROR nodes are, and
-the count of names declared twice."""
+"""What the early-error readings of every language share: a walk of a tree that knows where ERROR nodes are, the
+count of names declared twice, and the scoped walk of the languages where no local shadows another."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -28,3 +30,45 @@ def count_redeclared(errors: Counter, declarations: Counter, lexical: set[str]) 
     for name, n in declarations.items():
         if n > 1 and name in lexical:
             errors["redeclared", name] += n - 1
+
+
+@dataclass(frozen=True)
+class ScopeRules:
+    """How a language where no local may shadow another (Java, C#) scopes its locals, for `scoped_redeclared`."""
+
+    bodies: frozenset[str]  # a type's body: what is inside starts afresh
+    parameters: Callable[[Node], list[str] | None]  # a function's parameters, its scope's start; None: not a function
+    declares: Callable[[Node], list[str]]  # what a construct declares for what it encloses (a `for`'s variables)
+    blocks: frozenset[str]  # statement lists, each a scope
+    groups: frozenset[str]  # a switch's groups inside a block: their statements share the block's scope
+    locals: Callable[[Node], list[str]]  # the locals one statement of a block declares
+
+
+def scoped_redeclared(root: Node, rules: ScopeRules) -> Counter:
+    """A local (or a construct's variable, `rules.declares`) declared while another local or parameter of that name
+    is in scope: in its block or an enclosing one of the same function, declarations before it. Not read: a block
+    with an ERROR or MISSING node among its statements (its declarations do not count), nor inside an ERROR node."""
+    errors, stack = Counter(), [(root, frozenset(), False)]
+    while stack:
+        node, scope, in_error = stack.pop()
+        in_error = in_error or node.is_error
+        if node.type in rules.bodies:
+            scope = frozenset()
+        if (parameters := rules.parameters(node)) is not None:
+            scope = frozenset(parameters)
+        elif names := rules.declares(node):
+            if not in_error:
+                for name in names:
+                    errors["redeclared", name] += name in scope
+            scope = scope | frozenset(names)
+        groups = [c for c in node.children if c.type in rules.groups]
+        if node.type in rules.blocks and not in_error and not any(map(broken_block, [node, *groups])):
+            declared: set[str] = set()
+            for child in (s for c in node.children for s in (c.children if c.type in rules.groups else [c])):
+                for name in rules.locals(child):
+                    errors["redeclared", name] += name in scope or name in declared
+                    declared.add(name)
+                stack.append((child, scope | frozenset(declared), in_error))
+            continue
+        stack.extend((child, scope, in_error) for child in node.children)
+    return +errors
