@@ -4,7 +4,8 @@
 -- renderers' timers) keeps running between steps. A driver loads it with
 --   local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'nvim_harness.lua'))
 --     .new(results, { poll_ms = 20 })
--- and ends with `H.run(main, default_timeout_ms)`.
+-- and ends with `H.run(main, default_timeout_ms)`. `ghost(bufnr)` (the module's, not a frame's) reads the ghost text
+-- either renderer shows.
 local M = {}
 
 ---@param results table written as the driver's output; needs a `log` list (and `t0`, set by the driver)
@@ -77,6 +78,25 @@ function M.new(results, opts)
   end
 
   return h
+end
+
+--- The ghost text shown in `bufnr` by either renderer: {row, col, lines} (0-based row, byte col;
+--- the inline part and the lines below it), or nil.
+function M.ghost(bufnr)
+  local api = vim.api
+  local ns = require('dg_lsp').renderer(bufnr) == 'native'
+      and api.nvim_create_namespace('nvim.lsp.inline_completion')
+    or require('dg_lsp.ghost').ns
+  local marks = api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+  if #marks == 0 then
+    return nil
+  end
+  local d = marks[1][4]
+  local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, d.virt_text or {})) }
+  for _, vl in ipairs(d.virt_lines or {}) do
+    table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
+  end
+  return { row = marks[1][2], col = marks[1][3], lines = lines }
 end
 
 return M

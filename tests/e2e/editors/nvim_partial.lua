@@ -11,25 +11,14 @@
 local api = vim.api
 local env = vim.env
 local results = { log = {}, steps = {} }
-local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'nvim_harness.lua'))
-  .new(results)
+local Harness = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'nvim_harness.lua'))
+local H = Harness.new(results)
 local log, finish, sleep, wait_for = H.log, H.finish, H.sleep, H.wait_for
 
 --- The ghost text shown in `bufnr` (its inline part and the lines below it), or nil.
 local function ghost(bufnr)
-  local ns = require('dg_lsp').renderer(bufnr) == 'native'
-      and api.nvim_create_namespace('nvim.lsp.inline_completion')
-    or require('dg_lsp.ghost').ns
-  local marks = api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
-  if #marks == 0 then
-    return nil
-  end
-  local d = marks[1][4]
-  local lines = { table.concat(vim.tbl_map(function(c) return c[1] end, d.virt_text or {})) }
-  for _, vl in ipairs(d.virt_lines or {}) do
-    table.insert(lines, table.concat(vim.tbl_map(function(c) return c[1] end, vl)))
-  end
-  return table.concat(lines, '\n')
+  local shown = Harness.ghost(bufnr)
+  return shown and table.concat(shown.lines, '\n')
 end
 
 local function main()
