@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -33,6 +34,27 @@ class Nvim:
             env[var] = str(home / var.lower())
         env.pop("NVIM", None)  # not a child of the Neovim running the tests, if any
         return env
+
+    def run_driver(self, tmp: Path, plugin: Path, driver: Path, timeout_s: int, cmd: tuple[str, ...] = (),
+                   **extra: str) -> dict:
+        """Run a Lua test driver in a headless Neovim with the plugin at `plugin` (and the `--cmd` lines `cmd`)
+        until it quits; its result: the JSON it wrote to DG_TEST_OUT (`tmp/result.json`; `extra` goes to its
+        environment, DG_TEST_TIMEOUT_MS 10 s short of `timeout_s` unless given), with Neovim's last output under
+        `nvim_output`, or an `error` where it wrote none."""
+        out = tmp / "result.json"
+        extra.setdefault("DG_TEST_TIMEOUT_MS", str((timeout_s - 10) * 1000))
+        env = self.env(tmp, DG_TEST_OUT=str(out), **extra)
+        argv = [self.binary, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={plugin}",
+                *(arg for line in cmd for arg in ("--cmd", line)), "-c", f"luafile {driver}"]
+        try:
+            proc = subprocess.run(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout_s)
+            output = (proc.stdout + proc.stderr).decode(errors="replace")
+        except subprocess.TimeoutExpired as e:
+            output = f"nvim timed out: {e}"
+        data = json.loads(out.read_text()) if out.is_file() else {"error": "no result file"}
+        data["nvim_output"] = output[-2000:]
+        return data
 
 
 @pytest.fixture(scope="session")

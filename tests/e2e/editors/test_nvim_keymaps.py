@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,20 +25,8 @@ PLAIN_TAB = " " * 8  # `    ` + <Tab> with the python ftplugin's expandtab, soft
 @pytest.fixture(scope="module")
 def result(nvim, tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("nvim-keymaps")
-    out = tmp / "result.json"
-    env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_DIR=str(tmp), DG_TEST_CMD=json.dumps(server_cmd("tiny")),
-                   DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000))
-    argv = [nvim.binary, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={PLUGIN}",
-            "-c", f"luafile {DRIVER}"]
-    try:
-        proc = subprocess.run(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=TIMEOUT_S)
-        output = (proc.stdout + proc.stderr).decode(errors="replace")
-    except subprocess.TimeoutExpired as e:
-        output = f"nvim timed out: {e}"
-    data = json.loads(out.read_text()) if out.is_file() else {"error": "no result file"}
-    data["nvim_output"] = output[-2000:]
-    return data
+    return nvim.run_driver(tmp, PLUGIN, DRIVER, TIMEOUT_S, DG_TEST_DIR=str(tmp),
+                           DG_TEST_CMD=json.dumps(server_cmd("tiny")))
 
 
 def case(result: dict, name: str) -> dict:

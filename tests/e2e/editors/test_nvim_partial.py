@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,21 +35,11 @@ def _run(nvim, tmp_path_factory, renderer: str, answers: list, keys: list[str], 
     tmp = tmp_path_factory.mktemp(f"nvim-keys-{renderer}")
     work = tmp / name
     work.write_text(source)
-    out = tmp / "result.json"
     config = {"cmd": server_cmd("tiny", answers), "ghost_text": renderer}
-    env = nvim.env(tmp, DG_TEST_OUT=str(out), DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(keys),
-                   DG_TEST_TIMEOUT_MS=str((TIMEOUT_S - 10) * 1000), DG_TEST_PAUSE="1" if pause else "0")
-    argv = [nvim.binary, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={PLUGIN}",
-            "--cmd", f"lua vim.g.dg_lsp = vim.json.decode({json.dumps(json.dumps(config))})",
-            "-c", f"luafile {DRIVER}"]
-    try:
-        proc = subprocess.run(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=TIMEOUT_S)
-        output = (proc.stdout + proc.stderr).decode(errors="replace")
-    except subprocess.TimeoutExpired as e:
-        output = f"nvim timed out: {e}"
-    data = json.loads(out.read_text()) if out.is_file() else {"error": "no result file"}
-    data["nvim_output"] = output[-2000:]
+    data = nvim.run_driver(tmp, PLUGIN, DRIVER, TIMEOUT_S,
+                           (f"lua vim.g.dg_lsp = vim.json.decode({json.dumps(json.dumps(config))})",),
+                           DG_TEST_FILE=str(work), DG_TEST_KEYS=json.dumps(keys),
+                           DG_TEST_PAUSE="1" if pause else "0")
     data["wanted_renderer"] = renderer
     return data
 
