@@ -26,23 +26,31 @@ def model_dir(tmp_path_factory):
                       end_bias=-50.0)
 
 
-def _suggest(model_dir, options, *flags: str) -> tuple[str, dict]:
-    c = RawClient([sys.executable, "-m", "dg_lsp", "serve", "--model", str(model_dir), "--device", "cpu",
-                   "--dtype", "float32", *flags])
-    try:
-        c.initialize({"temperature": 0.0, "completionCache": False, "deadlineMs": 600000, "maxSteps": 32,
-                      **options})
-        assert c.wait_state()["state"] == "ready"
-        c.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "plaintext", "version": 1,
-                                                           "text": PREFIX + "\n"}})
+class _Server:
+    """One server on the tiny model; `suggest` asks at the line's end under the settings given, sent as the
+    workspace's configuration (merged over the initialization options, applied per request)."""
+
+    def __init__(self, model_dir, *flags: str):
+        self.client = RawClient([sys.executable, "-m", "dg_lsp", "serve", "--model", str(model_dir), "--device",
+                                 "cpu", "--dtype", "float32", *flags])
+        self.client.initialize({"temperature": 0.0, "completionCache": False, "deadlineMs": 600000, "maxSteps": 32})
+        assert self.client.wait_state()["state"] == "ready"
+        self.client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": URI, "languageId": "plaintext", "version": 1, "text": PREFIX + "\n"}})
+
+    def suggest(self, options: dict | None = None) -> tuple[str, dict]:
+        c = self.client
+        if options is not None:
+            c.notify("workspace/didChangeConfiguration", {"settings": {"dgLsp": options}})
         resp = c.request("textDocument/inlineCompletion", {
             "textDocument": {"uri": URI}, "position": {"line": 1, "character": 12},
             "context": {"triggerKind": 1}}, timeout=300)
         status = c.request("workspace/executeCommand", {"command": "dgLsp.status"})["result"]
         items = resp["result"]["items"]
         return (items[0]["insertText"] if items else ""), status
-    finally:
-        c.close()
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
@@ -53,21 +61,31 @@ def test_weight_zero_suggests_the_base_models_greedy_line(model_dir):
         ar = engine.autoregressive(PREFIX, max_new_tokens=40, stop_at_newline=True).text
     finally:
         engine.close()
-    verified, status = _suggest(model_dir, {"verifyWeight": 0.0})
-    assert status["settings"]["verifyWeight"] == 0.0
-    plain, status = _suggest(model_dir, {"verifyWeight": None})
-    assert status["settings"]["verifyWeight"] is None
-    off, status = _suggest(model_dir, {}, "--verify-weight", "off")  # the command line's way to say null
-    assert status["settings"]["verifyWeight"] is None and off == plain
+    server = _Server(model_dir)
+    try:
+        # the default is verified decoding at weight 1
+        default, status = server.suggest()
+        assert status["settings"]["verifyWeight"] == 1.0
+        # and suffix-scored alternatives (engine/alternatives.py) at 2 hesitations; this line ends the document,
+        # with no code after it to read, so they never ran
+        assert status["settings"]["alternatives"] == 2 and status["engine"]["alternativeRuns"] == 0
+        verified, status = server.suggest({"verifyWeight": 0.0})
+        assert status["settings"]["verifyWeight"] == 0.0
+        plain, status = server.suggest({"verifyWeight": None})
+        assert status["settings"]["verifyWeight"] is None
+        one, status = server.suggest({"verifyWeight": 1.0})
+        assert status["settings"]["verifyWeight"] == 1.0
+    finally:
+        server.close()
+    server = _Server(model_dir, "--verify-weight", "off")  # the command line's way to say null
+    try:
+        off, status = server.suggest()
+        assert status["settings"]["verifyWeight"] is None
+    finally:
+        server.close()
+    assert off == plain
     # the editor gets the text without the undecodable byte pieces; the hole (the canvas) may end first
     visible = ar.replace("\ufffd", "")
     assert len(verified) >= 8 and visible.startswith(verified), (verified, visible)
     assert plain != verified
-    # the default is verified decoding at weight 1
-    default, status = _suggest(model_dir, {})
-    assert status["settings"]["verifyWeight"] == 1.0
-    # and suffix-scored alternatives (engine/alternatives.py) at 2 hesitations; this line ends the document, with
-    # no code after it to read, so they never ran
-    assert status["settings"]["alternatives"] == 2 and status["engine"]["alternativeRuns"] == 0
-    one, _ = _suggest(model_dir, {"verifyWeight": 1.0})
     assert default == one != plain
