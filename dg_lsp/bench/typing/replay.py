@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dg_lsp.bench.lsp_client import LspClient, LspError
+from dg_lsp.context.languages import language_for_path
 
 AUTOMATIC = 2  # InlineCompletionTriggerKind.Automatic
-LANGUAGE_IDS = {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust",
-                ".java": "java", ".c": "c", ".cpp": "cpp"}
 
 
 @dataclass
@@ -69,7 +68,7 @@ def make_script(path: Path, rnd: random.Random, bursts: int, max_chars: int = 40
             intervals = [rnd.uniform(*interval_ms) / 1000 for _ in chunk]
             script.append(Burst(i, indent + start, chunk, intervals, rnd.uniform(*pause_ms) / 1000))
             start = cut
-    return TypingScript(uri or path.resolve().as_uri(), LANGUAGE_IDS.get(path.suffix, "plaintext"), "\n".join(out),
+    return TypingScript(uri or path.resolve().as_uri(), language_for_path(path.name) or "plaintext", "\n".join(out),
                         script)
 
 
