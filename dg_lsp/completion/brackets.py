@@ -16,7 +16,7 @@ QUOTES = ('"""', "'''", '"', "'", "`")  # the string delimiters `open_brackets` 
 # (`#` starts a private name in JavaScript and a preprocessor line in C, `//` divides in Python)
 LINE_COMMENTS = {"python": ("#",), **{name: ("//",) for name in
                                        ("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
-                                        "csharp")}}
+                                        "csharp")}, "php": ("//", "#")}
 ANY_COMMENTS = ("#", "//")
 REGEX_LANGUAGES = ("javascript", "typescript", "tsx")  # a `/` may start a regex literal (`_regex_end`)
 # after these a `/` starts an operand (a regex), after anything else it divides
@@ -175,6 +175,9 @@ def _brackets(text: str, language: str | None):
         ch = text[i]
         if ch in "([{)]}":
             yield i, ch
+            i += 1
+            continue
+        if ch == "#" and language == "php" and text.startswith("#[", i):  # an attribute, not a comment
             i += 1
             continue
         if any(text.startswith(c, i) for c in comments):

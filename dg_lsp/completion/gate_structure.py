@@ -38,7 +38,7 @@ from dg_lsp.context.syntax import error_spans, parsed
 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
 # unindented)
-_INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust", "csharp")
+_INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust", "csharp", "php")
 
 
 def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,

@@ -1,6 +1,6 @@
 """Map LSP language ids and file paths to tree-sitter grammars and parsers.
 
-Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp.
+Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php.
 Grammars come from the official ``tree-sitter-<lang>`` wheels; languages and
 parsers are built once and cached.
 """
@@ -32,6 +32,7 @@ LANGUAGE_IDS: dict[str, str] = {
     "csharp": "csharp",  # VS Code's id
     "cs": "csharp",  # Neovim's filetype
     "c#": "csharp",
+    "php": "php",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -57,6 +58,7 @@ EXTENSIONS: dict[str, str] = {
     ".hh": "cpp",
     ".hxx": "cpp",
     ".cs": "csharp",
+    ".php": "php",
 }
 
 # canonical name -> (module, function returning the grammar capsule)
@@ -71,6 +73,9 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
     "csharp": ("tree_sitter_c_sharp", "language"),
+    # PHP alone, not its HTML-embedding grammar: a window cut below `<?php` is still read as code (a template's
+    # HTML reads as errors, which the checks count before and after a text alike)
+    "php": ("tree_sitter_php", "language_php_only"),
 }
 
 LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)

@@ -83,6 +83,16 @@ SCOPE_KINDS: dict[str, dict[str, str]] = {
         "interface_declaration": "interface",
         "enum_declaration": "enum",
     },
+    "php": {
+        "function_definition": "function",
+        "method_declaration": "method",
+        "anonymous_function": "function",
+        "arrow_function": "function",
+        "class_declaration": "class",
+        "interface_declaration": "interface",
+        "trait_declaration": "trait",
+        "enum_declaration": "enum",
+    },
 }
 
 # Containers whose function children are methods, per language, and the wrapper

@@ -51,6 +51,7 @@ _COMMENT_STARTS = {
     "c": ("//", "/*", "*", "#"),
     "cpp": ("//", "/*", "*", "#"),
     "csharp": ("//", "/*", "*", "#"),  # `#if` / `#region` at column 0 sit inside classes
+    "php": ("//", "/*", "*", "#"),  # `#` comments, `#[Attribute]` lines
 }
 _C_COMMENT_STARTS = ("//", "/*", "*")
 
@@ -61,12 +62,17 @@ def comment_starts(language: str | None) -> tuple[str, ...]:
     return _COMMENT_STARTS.get(language, _C_COMMENT_STARTS)
 
 
+def is_comment_line(text: str, language: str) -> bool:
+    """Whether a line (from its first character) starts with a comment; PHP's `#[Attribute]` lines do not."""
+    return text.startswith(comment_starts(language)) and not (language == "php" and text.startswith("#["))
+
+
 def is_top_level_start(text: str, language: str) -> bool:
     if not text or text[0] in " \t" or not text.strip():
         return False
     if text.startswith(_CLOSERS) or text.startswith("{"):
         return False
-    if text.startswith(comment_starts(language)):
+    if is_comment_line(text, language):
         return False
     return not (language != "python" and _LABEL.match(text))
 
@@ -107,7 +113,7 @@ def _region_top(doc: DocumentLines, first: int, language: str, budget: int) -> t
         above = doc.content(top - 1) if top > doc.first else ""
         if not above or above[0] in " \t" or above.rstrip().endswith((";", "}", "{")):
             break
-        if above.startswith(_CLOSERS) or above.startswith(comment_starts(language)):
+        if above.startswith(_CLOSERS) or is_comment_line(above, language):
             break
         spent += len(above) + 1
         top -= 1

@@ -70,6 +70,9 @@ CASES = {
                  "total += missing"),
     # an undeclared name, which TypeScript's compiler reports in JavaScript too ("Cannot find name")
     "tsc-names": ("mod.js", JS, "javascript", 4, "total += missing;"),
+    # PHP: a `break` outside any loop, which PHP's compiler refuses (a fatal error before the code runs)
+    "php": ("mod.php", "<?php\nfunction f($xs) {\n    $total = $xs;\n    $total += 1;\n    return $total;\n}\n",
+            "php", 3, "break;"),
     "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
              "python", 3, "total += self.missing"),
 }
@@ -80,8 +83,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     """`--check-with`: a name declared twice parses clean, and Node, gcc, javac and go refuse it (go: in a GOPATH, the
     `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
     dev-dependency is nowhere: checking its library does not need it), a name nothing binds, which pyflakes
-    reports (and TypeScript's compiler, in JavaScript: `tsc-names`), and an attribute the class does not have, which
-    mypy reports."""
+    reports (and TypeScript's compiler, in JavaScript: `tsc-names`), an attribute the class does not have, which
+    mypy reports, and PHP's `break` outside a loop, which `php -l` refuses."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):
@@ -94,7 +97,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
         (tmp_path / "Cargo.toml").write_text('[package]\nname = "m"\nversion = "0.1.0"\nedition = "2021"\n\n'
                                              '[dev-dependencies]\nnot-there = "1"\n', encoding="utf-8")
     rows = [{"file": str(path), "line": row + 1, "scenario": "select", "shown": True, "text": text,
-             "language": language} for text in (twice, "total += 2;" if language != "go" else "total += 2")]
+             "language": language} for text in (twice, {"go": "total += 2", "php": "$total += 2;"}.get(language,
+                                                                                                    "total += 2;"))]
     editing.check_with(rows, checker, 0)
     assert [r["compiler_broken"] for r in rows] == [True, False] and all(r["compiler_judged"] for r in rows)
     assert rows[0]["compiler_errors"] and rows[1]["compiler_errors"] == []

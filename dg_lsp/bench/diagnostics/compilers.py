@@ -20,6 +20,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   file replaced; the dependencies come from the sources cargo's own configuration names (a directory source such
   as Debian's `/usr/share/cargo/registry`). A file no target reaches (`#[cfg]`'d out, `tests/`) passes whatever it
   holds;
+- `php`: `php -l` (PHP's own parser and its compile-time checks: a function or parameter declared twice, `break`
+  outside a loop, `$this` reassigned, an abstract method with a body);
 - `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
   duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
@@ -48,7 +50,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "pyflakes", "mypy")
+CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "pyflakes", "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -113,7 +115,7 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
-    if checker in ("javac", "go", "cargo") and shutil.which(checker) is None:
+    if checker in ("javac", "go", "cargo", "php") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
     if checker in ("pyflakes", "mypy") and importlib.util.find_spec(checker) is None:
         return f"{checker} is not installed: pip install 'dg-lsp[bench]'"
@@ -287,6 +289,13 @@ def _mypy_errors(text: str, folder: str) -> list[str] | None:
             for line in out.splitlines() if line.endswith("[attr-defined]") and ": error: " in line]
 
 
+def _php_errors(text: str, folder: str) -> list[str]:
+    path = _write(folder, "check.php", text)
+    done = subprocess.run(["php", "-n", "-l", path], capture_output=True, text=True, timeout=60)
+    return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
+                                            if "error" in line.lower()] or ["error"]
+
+
 def _added(before: list, after: list) -> list[str]:
     """What `after` holds more often than `before`, once each, sorted."""
     return [str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)]
@@ -332,6 +341,8 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _go_errors(text, folder, source)
                 elif checker == "cargo":
                     known[text, source] = _cargo_errors(text, folder, source, crates)
+                elif checker == "php":
+                    known[text, source] = _php_errors(text, folder)
                 else:
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]

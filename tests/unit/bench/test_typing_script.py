@@ -1,5 +1,5 @@
 """The typing benchmark's scripts (bench/typing/replay.py make_script): the document's language id comes from the
-file's extension as the server reads it (context/languages.py), so a C# file is typed as one."""
+file's extension as the server reads it (context/languages.py), so a C# or PHP file is typed as one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from dg_lsp.bench.typing.replay import make_script
 
 
-@pytest.mark.parametrize("name,language", [("a.py", "python"), ("Program.cs", "csharp"),
+@pytest.mark.parametrize("name,language", [("a.py", "python"), ("Program.cs", "csharp"), ("Client.php", "php"),
                                            ("m.hpp", "cpp"), ("notes.txt", "plaintext")])
 def test_the_script_takes_the_files_language(tmp_path, name, language):
     path = tmp_path / name

@@ -189,6 +189,28 @@ namespace Demo
 """
 
 
+# the opening tag, a namespace, an attribute line at column 0, a closure inside a method
+PHP = """<?php
+
+namespace Demo;
+
+#[Service]
+final class Calc
+{
+    public function add(int $a, int $b): int
+    {
+        $total = $a + $b;
+        return $total;
+    }
+
+    public function __construct()
+    {
+        $this->base = array_map(fn($x) => $x * 2, [1, 2]);
+    }
+}
+"""
+
+
 def _s(kind: str, name: str | None, start: int, end: int) -> Scope:
     return Scope(kind, name, start, end)
 
@@ -323,5 +345,18 @@ SAMPLES: dict[str, Sample] = {
         "class Calc\n{\n    int Add(int a)\n    {\n        int x = Foo(\n        \n    }\n",
         "Foo(\n        ",
         ("method", "Add"),
+    ),
+    "php": Sample(
+        "php",
+        PHP,
+        "$total = ",
+        (_s("class", "Calc", 4, 17), _s("method", "add", 7, 11)),
+        12,
+        (_s("class", "Calc", 4, 17),),
+        "$x * 2",
+        (_s("class", "Calc", 4, 17), _s("method", "__construct", 13, 16), _s("function", None, 15, 15)),
+        "<?php\nclass Calc\n{\n    public function add($a)\n    {\n        $x = foo(\n        \n    }\n",
+        "foo(\n        ",
+        ("method", "add"),
     ),
 }

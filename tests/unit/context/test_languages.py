@@ -36,6 +36,8 @@ from dg_lsp.context import (
         ("csharp", "csharp"),
         ("cs", "csharp"),
         ("c#", "csharp"),
+        ("php", "php"),
+        ("PHP", "php"),
     ],
 )
 def test_normalize_language(language_id, canonical):
@@ -75,6 +77,7 @@ def test_unknown_language_ids(language_id):
         ("m.hh", "cpp"),
         ("m.hxx", "cpp"),
         ("Program.cs", "csharp"),
+        ("src/Client.php", "php"),
         ("/home/u/README.md", None),
         ("Makefile", None),
     ],

@@ -1,0 +1,76 @@
+"""PHP: what the server shows for an engine answer in a PHP document (`finish_suggestion` on the request's context:
+the windows, post-processing, the syntax gate with tree-sitter-php's PHP-only grammar), in a PSR-12 class."""
+
+from __future__ import annotations
+
+from dg_lsp.completion.postprocess import finish_suggestion
+from dg_lsp.context import extract_context
+
+CLASS = """<?php
+
+declare(strict_types=1);
+
+namespace Demo;
+
+#[Service(name: 'calc')]
+final class Calc
+{
+    # a hash comment with a ( in it
+    public function add(int $a, int $b): int
+    {
+        $total = @@
+        return $total;
+    }
+
+    public function name(int $n): string
+    {
+        @@
+        return "n{$n}";
+    }
+}
+"""
+
+
+def _shown(text: str, hole: int = 0) -> str:
+    """The shown text for the engine answer `text` at the `hole`-th @@ of CLASS (the others removed)."""
+    parts = CLASS.split("@@")
+    prefix = "".join(parts[:hole + 1])
+    document = prefix + "".join(parts[hole + 1:])
+    lines = prefix.split("\n")
+    ctx = extract_context(document, "php", len(lines) - 1, len(lines[-1]))
+    assert ctx.language == "php" and ctx.enclosing is not None and ctx.enclosing.kind == "method"
+    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=document)
+
+
+def test_the_class_and_method_are_the_scopes_and_the_attribute_heads_the_class():
+    lines = CLASS.split("\n")
+    row = next(i for i, line in enumerate(lines) if "$total = @@" in line)
+    ctx = extract_context(CLASS.replace("@@", ""), "php", row, lines[row].index("@@"))
+    assert [(s.kind, s.name) for s in ctx.scopes] == [("class", "Calc"), ("method", "add")]
+    assert lines[ctx.scopes[0].start_line].startswith("#[Service")
+
+
+def test_a_clean_rest_of_line_is_shown_and_text_that_repeats_the_next_line_is_dropped():
+    assert _shown("$a + $b;") == "$a + $b;"
+    assert _shown("$a + $b;\n        return $total;") == "$a + $b;"
+
+
+def test_broken_text_is_not_shown_or_cut_to_its_clean_start():
+    assert _shown("sprintf('%d, $a);") == ""  # a string it does not close
+    assert _shown("$a + ($b;") == ""  # a bracket it leaves open on the statement's only line
+    assert _shown("$a + $b; }") == ""  # a closer that would end the method early
+
+
+def test_a_block_statement_at_a_blank_line_is_shown_through_its_closing_brace():
+    block = "if ($n < 0) {\n            $n = -$n;\n        }"
+    assert _shown(block + "\n        return (string) $n;", hole=1) == block
+    assert _shown("if ($n < 0) {\n", hole=1) == ""  # a block left open would take in the user's `return`
+    assert _shown("$n = abs($n);\n        return (string) $n;", hole=1) == "$n = abs($n);"
+
+
+def test_hash_comments_hide_their_brackets_and_attributes_do_not():
+    from dg_lsp.completion.brackets import open_brackets
+
+    assert open_brackets("f(1); # g(\n$x = [", "php") == ["["]
+    assert open_brackets("f(1); // g(\n$x = [", "php") == ["["]
+    assert open_brackets("#[Route('/a', methods: [\n", "php") == ["[", "(", "["]
