@@ -344,9 +344,9 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
 def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, names: bool = True) -> str:
     """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
     window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines. With
-    the whole `document`, then (`names`) the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript),
-    whose cut the gate judges again, and last the whole file's parse: outside Python (whose gate reads its blocks
-    exactly), a text after which a document that parsed clean no longer does is not shown
+    the whole `document`, then (`names`) the name check (`unbound.without_unbound`: Python, JavaScript, TypeScript,
+    PHP), whose cut the gate judges again, and last the whole file's parse: outside Python (whose gate reads its
+    blocks exactly), a text after which a document that parsed clean no longer does is not shown
     (`syntax.breaks_document`)."""
     suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,

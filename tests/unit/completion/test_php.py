@@ -74,3 +74,12 @@ def test_hash_comments_hide_their_brackets_and_attributes_do_not():
     assert open_brackets("f(1); # g(\n$x = [", "php") == ["["]
     assert open_brackets("f(1); // g(\n$x = [", "php") == ["["]
     assert open_brackets("#[Route('/a', methods: [\n", "php") == ["[", "(", "["]
+
+
+def test_a_variable_the_method_never_sets_is_not_shown():
+    """PHP reads an unset variable as null with a warning: `$c` appears nowhere in `add`, so the answer is refused;
+    at a blank line the statements before the one that reads it are kept."""
+    assert _shown("$a + $c;") == ""
+    assert _shown("$a * $b;") == "$a * $b;"
+    kept = "$n = abs($n);"
+    assert _shown(kept + "\n        $label = $prefix . $n;\n        return $label;", hole=1) == kept
