@@ -61,14 +61,18 @@ def cycled(request, nvim, tmp_path_factory) -> dict:
     return _run(nvim, tmp_path_factory, request.param, CYCLE_ANSWERS, CYCLE_KEYS)
 
 
-CS_SOURCE = "class Area\n{\n    \n}\n"
+# a file of each language the server reads since session 46 (C#) and 47 (PHP), and the line the scripted answer
+# writes in its class; the cursor on the blank line 3 at column 4, in the class body
+OTHER_LANGUAGES = {"Area.cs": ("class Area\n{\n    \n}\n", "public int Width;"),
+                   "Area.php": ("<?php class Area\n{\n    \n}\n", "public int $width;")}
 
 
-@pytest.fixture(scope="module")
-def csharp(nvim, tmp_path_factory) -> dict:
-    # the cursor on the blank line 3 at column 4, in a class body
-    return _run(nvim, tmp_path_factory, "fallback", [("{\n    ", "\n    public int Width;\n")], ["<Tab>"],
-                name="Area.cs", source=CS_SOURCE)
+@pytest.fixture(scope="module", params=sorted(OTHER_LANGUAGES))
+def other_language(request, nvim, tmp_path_factory) -> dict:
+    source, line = OTHER_LANGUAGES[request.param]
+    result = _run(nvim, tmp_path_factory, "fallback", [("{\n    ", f"\n    {line}\n")], ["<Tab>"],
+                  name=request.param, source=source)
+    return {**result, "source": source, "line": line}
 
 
 @pytest.fixture(scope="module", params=["fallback", "native"])
@@ -115,8 +119,12 @@ def test_paused_automatic_suggestions_come_only_when_asked(paused):
     assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps
 
 
-def test_a_csharp_file_gets_suggestions(csharp):
-    """Neovim's `cs` filetype: the plugin attaches, the server reads the file as C# and shows the line, Tab inserts it."""
-    assert csharp.get("error") is None and csharp["attached"], json.dumps(csharp, indent=1)
-    assert csharp["first_ghost"] == "public int Width;", csharp
-    assert csharp["steps"][0]["lines"] == ["class Area", "{", "    public int Width;", "}"], csharp
+def test_csharp_and_php_files_get_suggestions(other_language):
+    """Neovim's `cs` and `php` filetypes: the plugin attaches, the server reads the file as C# or PHP and shows the
+    line, Tab inserts it."""
+    result = other_language
+    assert result.get("error") is None and result["attached"], json.dumps(result, indent=1)
+    assert result["first_ghost"] == result["line"], result
+    lines = result["source"].split("\n")[:-1]
+    lines[2] = "    " + result["line"]
+    assert result["steps"][0]["lines"] == lines, result
