@@ -19,7 +19,8 @@ scans it):
   Java, a statement after a `return`, `throw`, `break` or `continue` (javac: "unreachable statement"); in Go, a
   name declared again in its block, or a `:=` with no new name; in Go and Java, a `return` with the wrong count
   of values; in Rust, `self` in a function that takes none (rustc's E0424) and a value (`self.thread_id`) left as
-  the last expression of a function that returns nothing (E0308);
+  the last expression of a function that returns nothing (E0308); in all of them and PHP, a `break` or `continue`
+  with no loop (or switch) around it in its function (`bindings.jumps`);
 - a statement the text starts, in a block, must not take in the code line after the text, indented no deeper than
   the line it starts on (`takes_the_next_line`): `if (cls != null)` or `final` alone over the user's next line
   make that line part of them (javac: "variable declaration not allowed here");
@@ -47,7 +48,8 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
     TypeScript; a local declared twice in C, C++, Java, C#, Go; Java's unreachable code; a `return` with the wrong count
-    of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`), starts a
+    of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`; a stray `break`
+    or `continue`, PHP's too), starts a
     statement that takes in the next line, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
@@ -70,7 +72,7 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
         if takes_the_next_line(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
-            return True  # JavaScript, TypeScript, C, C++, Java, C#, Go and Rust only
+            return True  # JavaScript, TypeScript, C, C++, Java, C#, Go, Rust and PHP only
         return _error_inside(prefix, text, suffix, language)
     return breaks
 

@@ -215,3 +215,52 @@ def test_rust_self_outside_a_method_and_a_value_ending_a_function_that_returns_n
     suffix = "\n        Self { size, slice }\n    }\n}\n"
     assert clean_cut("self.size = rem;", prefix, suffix, "rust") == ""
     assert clean_cut("let len = slice.len() - rem;", prefix, suffix, "rust") == "let len = slice.len() - rem;"
+
+
+# per language: a function whose loops and switches each hold a `break` or `continue` they take (none stray), then
+# the same jumps where nothing around them in their function takes them
+JUMPS = {
+    "javascript": ("function f(xs) { for (const x of xs) { if (x) break; } while (1) { continue; } "
+                   "switch (1) { case 1: break; } a: { break a; } do { break; } while (0); for (k in xs) break; }",
+                   "function f(xs) { for (const x of xs) { g(() => { break; }); } switch (1) { case 1: continue; } }"),
+    "java": ("class C { void f(int[] xs) { for (int x : xs) { break; } for (;;) { continue; } "
+             "while (true) { break; } do { break; } while (true); switch (1) { case 1: break; } }",
+             "class C { void f(int[] xs) { for (int x : xs) { Runnable r = () -> { break; }; } continue; } }"),
+    "csharp": ("class C { void F(int[] xs) { foreach (var x in xs) { break; } for (;;) { continue; } "
+               "while (true) { break; } switch (1) { case 1: break; } } }",
+               "class C { void F(int[] xs) { switch (1) { case 1: continue; } break; } }"),
+    "c": ("void f(void) { for (;;) { break; } while (1) { continue; } do { break; } while (1); "
+          "switch (1) { case 1: break; } }",
+          "void f(void) { if (1) { break; } switch (1) { case 1: continue; } }"),
+    "cpp": ("void f() { for (int x : xs) { break; } for (;;) { continue; } }",
+            "void f() { for (;;) { auto l = []() { break; }; } continue; }"),
+    "go": ("package p\nfunc f(xs []int) { for range xs { break }\nswitch { case true: break }\n"
+           "select { default: break }\nfor { select { default: continue } } }\n",
+           "package p\nfunc f(xs []int) { for range xs { g := func() { break }; g() }\n"
+           "switch { case true: continue } }\n"),
+    "rust": ("fn f() { loop { break; } while true { continue; } for x in xs { break; } 'a: loop { break 'a; } }",
+             "fn f() { loop { let c = || { break; }; } continue; }"),
+    "php": ("<?php function f($xs) { foreach ($xs as $x) { break; } for (;;) { continue; } "
+            "while (1) { switch ($x) { case 1: break 2; case 2: continue; } } }",
+            "<?php function f($xs) { foreach ($xs as $x) { $c = function () { break; }; } while (1) { break 2; } }"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(JUMPS))
+def test_a_break_or_continue_that_nothing_in_its_function_takes_is_an_early_error(language):
+    """Every brace language's compiler and PHP's refuse a `break` outside any loop or switch of its function, and a
+    `continue` outside any loop (PHP: a switch takes it too), and tree-sitter parses both (guzzle's
+    MessageFormatter: `break;` suggested below the switch its line was in)."""
+    taken, stray = JUMPS[language]
+    assert early_errors(taken, language).total() == 0, taken
+    assert early_errors(stray, language).total() == 2, early_errors(stray, language)
+    assert all(kind == "jump" for kind, _ in early_errors(stray, language))
+
+
+def test_a_window_cut_inside_a_function_does_not_judge_its_jumps():
+    """Where the window does not show the function around the jump, it does not show its loops either."""
+    assert early_errors("        x += 1;\n        break;\n    }\n", "php").total() == 0
+    prefix = "<?php\nfunction f($xs) {\n    switch ($xs) {\n        case 1:\n            $y = 1;\n            break;\n    }\n    "
+    suffix = "\n    return $y;\n}\n"
+    assert clean_cut("break;", prefix, suffix, "php") == ""
+    assert clean_cut("$y = 2;", prefix, suffix, "php") == "$y = 2;"
