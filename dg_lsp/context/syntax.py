@@ -8,17 +8,35 @@ different lengths, and by the benchmark's syntax-valid rate. Unknown languages c
 from __future__ import annotations
 
 import functools
+import re
 
 from tree_sitter import Node
 
 from dg_lsp.context.languages import get_parser
 
 
+# PHP: a class member's modifiers (and a property's type) at a line's start, before `function`, a `$property` or a
+# `const`: a window or scope cut below its class's `{` reads a method as an error where PHP's grammar has no class
+# around it (Java's and C#'s grammars take a method alone)
+_PHP_MEMBER = re.compile(r"^([ \t]*)((?:(?:public|protected|private|static|abstract|final|readonly|var)[ \t]+)+"
+                         r"(?:\??[\w\\|]+[ \t]+(?=&?\$))?)(?=function\b|&?\$|const\b)",
+                         re.MULTILINE | re.ASCII)
+
+
+def readable(text: str, language: str) -> str:
+    """`text` as the gate's windows are parsed: in PHP, class members' modifiers blanked (`_PHP_MEMBER`), so that a
+    method or property read without its class parses as a function or an assignment; the same length, so every
+    offset stands. Any other language: `text`."""
+    if language != "php":
+        return text
+    return _PHP_MEMBER.sub(lambda m: m.group(1) + " " * len(m.group(2)), text)
+
+
 @functools.lru_cache(maxsize=16)
 def parsed(text: str, language: str):
-    """`text` parsed as `language` (one it has a grammar for). Cached: the syntax gate parses the same window, with a
-    suggestion and without, in several of its checks."""
-    return get_parser(language).parse(text.encode("utf-8"))
+    """`text` parsed as `language` (one it has a grammar for), as a window reads (`readable`). Cached: the syntax
+    gate parses the same window, with a suggestion and without, in several of its checks."""
+    return get_parser(language).parse(readable(text, language).encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=2)

@@ -83,3 +83,23 @@ def test_a_variable_the_method_never_sets_is_not_shown():
     assert _shown("$a * $b;") == "$a * $b;"
     kept = "$n = abs($n);"
     assert _shown(kept + "\n        $label = $prefix . $n;\n        return $label;", hole=1) == kept
+
+
+def test_a_method_read_without_its_class_parses_as_the_gate_reads_it():
+    """PHP's grammar reads `public function` with no class around it as an error (Java's and C#'s take a method
+    alone), so a window or scope cut below the class's `{` read every method as broken; the gate reads members'
+    modifiers blanked, offsets unchanged (symfony/console's ArgvInput and ReStructuredTextDescriptor: a line's rest
+    `rn $commands;` was refused)."""
+    from dg_lsp.context.syntax import error_spans, readable
+
+    members = ("    #[Required]\n    public static function make(): static\n    {\n        return new static();\n"
+               "    }\n\n    private ?Foo\\Bar $cache = null;\n    protected array $items = [];\n    public const A = 1;\n"
+               "    final public function &ref() { return $this->items; }\n")
+    assert error_spans(members, "php") == []
+    assert len(readable(members, "php")) == len(members)
+    assert "public" not in readable(members, "php") and readable(members, "java") == members
+    method = "    public function total(array $xs): int\n    {\n        $sum = 0;\n        retu"
+    ctx = extract_context(method + "\n    }\n", "php", 3, 12)
+    suffix = "\n    }\n"
+    assert finish_suggestion("rn $sum;", [], method, ctx, selection=False, max_lines=8,
+                             document=method + suffix) == "rn $sum;"
