@@ -84,7 +84,8 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
 
 
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
-              scope: tuple[str, str] | None = None, truncated: bool = False, prefix_truncated: bool = True) -> str:
+              scope: tuple[str, str] | None = None, truncated: bool = False, prefix_truncated: bool = True,
+              whole_scope: bool = False) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `gate_windows.scope_window`); else its longest run of leading lines
     that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
@@ -93,7 +94,11 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
     cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on after
     `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`); `prefix_truncated`: it starts before `prefix`
-    (`brackets.lost_opener`). Unknown languages pass unchecked."""
+    (`brackets.lost_opener`). `whole_scope`: `scope` holds the enclosing scope's every line, its header to its last
+    (`gate_windows.scope_is_whole`); outside Python a text that passes the structure rules and leaves that scope
+    parsing clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a
+    class reads the class's `}` as closing nothing, and a text that mends the method's last line lets that error
+    out of the one the broken line made). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     structure = structure_judge(prefix, suffix, language, prefix_truncated, scope)
@@ -106,6 +111,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         nonlocal closed
         if structure is not None and structure(candidate):
             return True
+        if whole_scope and language != "python" and _completes(scope, candidate, language):
+            return False
         if not as_it_is(candidate):
             return False
         if not truncated or language == "python":
@@ -190,6 +197,14 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
         return past == reach or insertion_breaks_syntax(p, candidate, past, language, before)
 
     return breaks
+
+
+def _completes(scope: tuple[str, str], text: str, language: str) -> bool:
+    """The whole scope `scope` with `text` in it has no error node, no literal the text opens and leaves open, and
+    no bracket left open at its end."""
+    prefix, suffix = scope
+    return not insertion_breaks_syntax(prefix, text, suffix, language, []) and \
+        not _open_blocks(prefix + text + suffix, language)
 
 
 def _mends(prefix: str, text: str, suffix: str, language: str) -> bool:

@@ -50,6 +50,16 @@ _LINE_START = re.compile(r"^", re.MULTILINE)
 _NOT_A_STATEMENT = set(" \t\r\n)]}")  # a line that starts so does not start a top-level statement (or is empty)
 
 
+def scope_is_whole(prefix: str, suffix: str, ctx) -> bool:
+    """Whether `scope_window` holds every line of the enclosing scope (`ctx.enclosing`), its header's to its last,
+    the cursor's and the selection's inside it; False outside any scope."""
+    scope = getattr(ctx, "enclosing", None)
+    if scope is None or not scope.start_line <= ctx.start[0] <= ctx.end[0] <= scope.end_line:
+        return False
+    below = suffix.count("\n") - suffix.endswith("\n")  # whole lines after the cursor's (a last "" is none)
+    return ctx.start[0] - scope.start_line <= prefix.count("\n") and scope.end_line - ctx.end[0] <= below
+
+
 def scope_window(prefix: str, suffix: str, ctx) -> tuple[str, str]:
     """The part of `prefix` and `suffix` that holds the enclosing scope's lines (`ctx.enclosing`), or, outside
     any scope, the top-level statement's: the syntax gate judges a suggestion there too, so an error elsewhere

@@ -24,7 +24,7 @@ import re
 
 from dg_lsp.completion.brackets import PAIRS, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
-from dg_lsp.completion.gate_windows import judge_window, scope_window
+from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document
@@ -350,7 +350,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     (`syntax.breaks_document`)."""
     suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
-                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix)
+                      prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix,
+                      whole_scope=scope_is_whole(prefix, suffix, ctx))
     if document is None or not gated:
         return gated
     if names:

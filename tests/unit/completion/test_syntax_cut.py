@@ -675,3 +675,36 @@ def test_a_block_statement_at_a_blank_line_above_code_at_its_depth_is_shown_thro
     both = "if (n < 0) {\n    n = -n;\n  } else {\n    n = 1;\n  }"
     assert _shown_js(prefix, suffix, both + "\n  log(n);") == both
     assert _shown_js(prefix, suffix, "n = -n;\n  return n;") == "n = -n;"
+
+
+@pytest.mark.parametrize("language,prefix,text,scope_prefix", [
+    ("java", '        return 1;\n    }\n\n    String join(String[] tokens) {\n        String s = "x";\n'
+             '        return String.join(" ", ', "tokens);",
+     '    String join(String[] tokens) {\n        String s = "x";\n        return String.join(" ", '),
+    ("php", '        return 1;\n    }\n\n    public function join(array $tokens): string\n    {\n'
+            '        return implode(" ", ', "$tokens);",
+     '    public function join(array $tokens): string\n    {\n        return implode(" ", '),
+])
+def test_a_text_that_completes_the_whole_scope_is_shown_whatever_a_window_cut_inside_its_class_reads(
+        language, prefix, text, scope_prefix):
+    """A window that starts inside a class reads the class's `}` as closing nothing; without the text that `}` is
+    inside the error the cut line makes, and a text that mends the line lets it out as an error of its own. Where the
+    scope's every line is in the window (`scope_is_whole`), a text after which the scope parses clean with every
+    bracket closed is shown (symfony/console's ArgvInput: `return implode(' ', ` + `$tokens);`); one that leaves the
+    scope broken or closes its block early is not."""
+    suffix, scope = "\n    }\n}\n", (scope_prefix, "\n    }\n")
+    assert clean_cut(text, prefix, suffix, language, scope, False, True) == ""  # the window's reading alone
+    assert clean_cut(text, prefix, suffix, language, scope, False, True, whole_scope=True) == text
+    assert clean_cut(text + " }", prefix, suffix, language, scope, False, True, whole_scope=True) == ""
+    assert clean_cut(text[:-2], prefix, suffix, language, scope, False, True, whole_scope=True) == ""
+
+
+def test_the_scope_is_whole_where_the_window_holds_its_header_and_its_last_line():
+    from dg_lsp.completion.gate_windows import scope_is_whole
+
+    source = "class A {\n    int f() {\n        int x = 1;\n        return x;\n    }\n}\n"
+    ctx = extract_context(source, "java", 3, 8)
+    assert ctx.enclosing.name == "f"
+    assert scope_is_whole(ctx.prefix, ctx.suffix, ctx)
+    assert not scope_is_whole(ctx.prefix.split("\n", 2)[2], ctx.suffix, ctx)  # the header's line not in the window
+    assert not scope_is_whole(ctx.prefix, "\n", ctx)  # nor its last
