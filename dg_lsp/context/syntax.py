@@ -15,18 +15,18 @@ from tree_sitter import Node
 from dg_lsp.context.languages import get_parser
 
 
-# PHP: a class member's modifiers (and a property's type) at a line's start, before `function`, a `$property` or a
-# `const`: a window or scope cut below its class's `{` reads a method as an error where PHP's grammar has no class
-# around it (Java's and C#'s grammars take a method alone)
-_PHP_MEMBER = re.compile(r"^([ \t]*)((?:(?:public|protected|private|static|abstract|final|readonly|var)[ \t]+)+"
-                         r"(?:\??[\w\\|]+[ \t]+(?=&?\$))?)(?=function\b|&?\$|const\b)",
-                         re.MULTILINE | re.ASCII)
+# PHP: a method's or class constant's modifiers at a line's start: a window or scope cut below its class's `{` reads
+# a method as an error where PHP's grammar has no class around it (Java's and C#'s grammars take a method alone).
+# Without them a method is still one inside a class, and a function outside; a property is left as it is (`$x;`
+# is no member of a class)
+_PHP_MEMBER = re.compile(r"^([ \t]*)((?:(?:public|protected|private|static|abstract|final)[ \t]+)+)"
+                         r"(?=function\b|const\b)", re.MULTILINE | re.ASCII)
 
 
 def readable(text: str, language: str) -> str:
-    """`text` as the gate's windows are parsed: in PHP, class members' modifiers blanked (`_PHP_MEMBER`), so that a
-    method or property read without its class parses as a function or an assignment; the same length, so every
-    offset stands. Any other language: `text`."""
+    """`text` as the gate's windows are parsed: in PHP, methods' and class constants' modifiers blanked
+    (`_PHP_MEMBER`), so that a method read without its class parses as a function; the same length, so every offset
+    stands. Any other language: `text`."""
     if language != "php":
         return text
     return _PHP_MEMBER.sub(lambda m: m.group(1) + " " * len(m.group(2)), text)

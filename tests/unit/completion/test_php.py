@@ -93,11 +93,14 @@ def test_a_method_read_without_its_class_parses_as_the_gate_reads_it():
     from dg_lsp.context.syntax import error_spans, readable
 
     members = ("    #[Required]\n    public static function make(): static\n    {\n        return new static();\n"
-               "    }\n\n    private ?Foo\\Bar $cache = null;\n    protected array $items = [];\n    public const A = 1;\n"
-               "    final public function &ref() { return $this->items; }\n")
+               "    }\n\n    public const A = 1;\n    final public function &ref() { return $this->items; }\n")
     assert error_spans(members, "php") == []
     assert len(readable(members, "php")) == len(members)
     assert "public" not in readable(members, "php") and readable(members, "java") == members
+    # inside its class a member without its modifiers is still one; a property keeps them (`$x;` is no member)
+    whole = ("<?php\nabstract class A\n{\n    private ?Foo\\Bar $cache = null;\n    protected static array $items = [];\n"
+             + members + "    abstract protected function g(): int;\n}\n")
+    assert error_spans(whole, "php") == [] and "private ?Foo" in readable(whole, "php")
     method = "    public function total(array $xs): int\n    {\n        $sum = 0;\n        retu"
     ctx = extract_context(method + "\n    }\n", "php", 3, 12)
     suffix = "\n    }\n"
