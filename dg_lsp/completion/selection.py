@@ -15,6 +15,7 @@ import textwrap
 
 from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names,
                                      rust_declared)
+from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.python_syntax import python_complaint
 from dg_lsp.context.syntax import breaks_document
@@ -54,10 +55,12 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
     blank line and code at its depth (`if not isinstance(bg, str):` with no body, click's termui.py) passed it. A
     selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling. A language
     without a grammar, and a document that did not compile: True. (The other languages: `syntax.breaks_document`,
-    which reads an inline suggestion's file the same way.)"""
+    which reads an inline suggestion's file the same way, and a `break` or `continue` in the fill that nothing in its
+    function takes, `jumps.text_strays`, which no compiler passes.)"""
     at, to = cursor_offset(document, *start), cursor_offset(document, *end)
     if language != "python":
-        return not breaks_document(document, at, to, text, language)
+        return not breaks_document(document, at, to, text, language) and \
+            not text_strays(document, at, to, text, language)
     # not through python_complaint's cache: whole files would stay in it
     if python_complaint.__wrapped__(document) is not None:
         return True

@@ -5,8 +5,10 @@ refuses it (JavaScript's "Illegal break statement", javac's "break outside switc
 switch (Go: a `select` too), a `continue` a loop (PHP: a switch too); neither leaves its function, lambda or
 closure. PHP's `break 2` needs two of them.
 
-Read only where the function around the jump is in the text (a window cut inside a function does not show its
-loops); a jump with a label (`break outer`, Rust's `break 'a`) or inside an ERROR node is not read."""
+In a window (`stray_jumps`, the gate's early errors) a jump is read only where the function around it is in the
+window (one cut inside a function does not show its loops); `text_strays` reads a suggestion's own jumps on the
+whole document with it. A jump with a label (`break outer`, Rust's `break 'a`) or inside an ERROR node is not
+read."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections import Counter
 from tree_sitter import Node
 
 from dg_lsp.context.bindings.walk import nodes
+from dg_lsp.context.syntax import document_tree
 
 _SCRIPT = ({"for_statement", "for_in_statement", "while_statement", "do_statement"}, {"switch_statement"},
            {"function_declaration", "function_expression", "function", "arrow_function", "generator_function",
@@ -57,25 +60,59 @@ def _levels(jump: Node, language: str) -> int | None:
     return 1
 
 
+def _stray(jump: Node, language: str, whole: bool) -> bool | None:
+    """Whether the jump `jump` has nothing around it in its function that takes it; None where that is not known:
+    a label, an ERROR node around it, or (`whole` False: a window) no function around it in the text."""
+    loops, switches, functions = _RULES[language]
+    levels = _levels(jump, language)
+    if levels is None:
+        return None
+    leaves = loops | (switches if jump.type in _BREAKS or language == "php" else set())
+    around, function = jump.parent, None
+    while around is not None:
+        if around.is_error:
+            return None
+        if function is None and levels and around.type in functions:
+            function = around
+        elif function is None and levels:
+            levels -= around.type in leaves
+        around = around.parent
+    if levels == 0:
+        return False
+    return True if function is not None or whole else None
+
+
 def stray_jumps(root: Node, language: str | None) -> Counter:
-    """The `break`s and `continue`s under `root` that nothing around them in their function can take (the module's
-    docstring), counted as ("jump", "break" or "continue"). Empty in a language without rules (Python's compiler
-    reads its own)."""
+    """The `break`s and `continue`s under `root` (a window's tree) that nothing around them in their function can
+    take (the module's docstring), counted as ("jump", "break" or "continue"). Empty in a language without rules
+    (Python's compiler reads its own)."""
     errors = Counter()
     if language not in _RULES:
         return errors
-    loops, switches, functions = _RULES[language]
     for node, in_error in nodes(root):
-        if node.type not in _JUMPS or in_error:
-            continue
-        levels = _levels(node, language)
-        if levels is None:
-            continue
-        leaves = loops | (switches if node.type in _BREAKS or language == "php" else set())
-        around = node.parent
-        while around is not None and around.type not in functions and levels:
-            levels -= around.type in leaves
-            around = around.parent
-        if around is not None and levels:  # its function reached with loops still to leave
+        if node.type in _JUMPS and not in_error and _stray(node, language, whole=False):
             errors["jump", "break" if node.type in _BREAKS else "continue"] += 1
     return errors
+
+
+def text_strays(document: str, at: int, to: int, text: str, language: str | None) -> bool:
+    """Whether `text` over [`at`, `to`) of `document` (character offsets) holds a `break` or `continue` that nothing
+    in its function takes, read on the whole document with the text (where a window starts inside a long function,
+    the gate's reading does not see its loops: guzzle's MessageFormatter, a 100-line closure). At the top of a
+    whole file, outside any function, a jump is stray too. False without rules for the language, or no UTF-8 form."""
+    if language not in _RULES or not text or not any(word in text for word in ("break", "continue")):
+        return False
+    try:
+        applied = (document[:at] + text + document[to:]).encode("utf-8")
+        start = len(document[:at].encode("utf-8"))
+        end = start + len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: nothing known
+        return False
+    root = document_tree(applied, language).root_node
+    stack = [root]  # down the nodes that overlap the text only
+    while stack:
+        node = stack.pop()
+        if node.type in _JUMPS and start <= node.start_byte < end and _stray(node, language, whole=True):
+            return True
+        stack.extend(c for c in node.children if c.end_byte > start and c.start_byte < end)
+    return False

@@ -264,3 +264,27 @@ def test_a_window_cut_inside_a_function_does_not_judge_its_jumps():
     suffix = "\n    return $y;\n}\n"
     assert clean_cut("break;", prefix, suffix, "php") == ""
     assert clean_cut("$y = 2;", prefix, suffix, "php") == "$y = 2;"
+
+
+def test_a_texts_stray_jump_is_read_on_the_whole_document_where_a_window_starts_inside_a_long_function():
+    """guzzle's MessageFormatter: a blank line below a `switch` in a 100-line closure, whose header the window does
+    not hold; `$result = ...;` and `break;` suggested there (`php -l`: "'break' not in the 'loop' or 'switch'
+    context"). Read on the whole document with the text, the closure and its switch are in view."""
+    from dg_lsp.completion.selection import selection_keeps_compiling
+    from dg_lsp.context.bindings.jumps import text_strays
+
+    cases = "".join(f"            case '{k}':\n                $result = {k};\n                break;\n" for k in range(60))
+    document = ("<?php\nfunction f(array $xs) {\n    return array_map(function ($x) {\n        switch ($x) {\n"
+                + cases + "        }\n        \n        return $result;\n    }, $xs);\n}\n")
+    at = document.index("        \n        return $result;") + 8
+    assert text_strays(document, at, at, "$result = 1;\n        break;", "php")
+    assert not text_strays(document, at, at, "$result = $result * 2;", "php")
+    inside = document.index("                break;\n") + len("                break;\n")
+    assert not text_strays(document, inside, inside, "                break;\n", "php")  # in a case: taken
+    # outside any function, a whole file's jump is stray too; a window's is not known
+    assert text_strays("<?php\n$x = 1;\n", 13, 13, "\nbreak;", "php")
+    assert early_errors("<?php\n$x = 1;\nbreak;\n", "php").total() == 0
+    # a selection fill is read the same way
+    line = document[:at].count("\n")
+    assert not selection_keeps_compiling(document, (line, 8), (line, 8), "break;", "php")
+    assert selection_keeps_compiling(document, (line, 8), (line, 8), "$x = 2;", "php")
