@@ -3,8 +3,7 @@ windows, post-processing, the syntax gate with tree-sitter-c-sharp), in the Allm
 
 from __future__ import annotations
 
-from dg_lsp.completion.postprocess import finish_suggestion
-from dg_lsp.context import extract_context
+from .holes import shown_at_hole
 
 CLASS = """using System;
 
@@ -33,13 +32,7 @@ namespace Demo
 
 def _shown(text: str, hole: int = 0) -> str:
     """The shown text for the engine answer `text` at the `hole`-th @@ of CLASS (the others removed)."""
-    parts = CLASS.split("@@")
-    prefix = "".join(parts[:hole + 1])
-    document = prefix + "".join(parts[hole + 1:])
-    lines = prefix.split("\n")
-    ctx = extract_context(document, "csharp", len(lines) - 1, len(lines[-1]))
-    assert ctx.language == "csharp" and ctx.enclosing is not None and ctx.enclosing.kind == "method"
-    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=document)
+    return shown_at_hole(CLASS, "csharp", text, hole)
 
 
 def test_a_clean_rest_of_line_is_shown_and_text_that_repeats_the_next_line_is_dropped():

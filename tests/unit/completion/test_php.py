@@ -6,6 +6,8 @@ from __future__ import annotations
 from dg_lsp.completion.postprocess import finish_suggestion
 from dg_lsp.context import extract_context
 
+from .holes import shown_at_hole
+
 CLASS = """<?php
 
 declare(strict_types=1);
@@ -33,13 +35,7 @@ final class Calc
 
 def _shown(text: str, hole: int = 0) -> str:
     """The shown text for the engine answer `text` at the `hole`-th @@ of CLASS (the others removed)."""
-    parts = CLASS.split("@@")
-    prefix = "".join(parts[:hole + 1])
-    document = prefix + "".join(parts[hole + 1:])
-    lines = prefix.split("\n")
-    ctx = extract_context(document, "php", len(lines) - 1, len(lines[-1]))
-    assert ctx.language == "php" and ctx.enclosing is not None and ctx.enclosing.kind == "method"
-    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=document)
+    return shown_at_hole(CLASS, "php", text, hole)
 
 
 def test_the_class_and_method_are_the_scopes_and_the_attribute_heads_the_class():
