@@ -113,7 +113,8 @@ def lost_opener(prefix: str, suffix: str, language: str,
     """The line-leading closer that ends the block the hole lies in, as (its offset in `prefix + suffix`, the opener it
     must meet: (bracket, the indentation of a `{`'s line, or None for any)), where the hole lost that block's opener
     or left a bracket open: the closer meets a bracket of another kind (`  ]` under a class's `{`: `static params = [`
-    was at the hole; `}` under a call's `(` the hole left open), a `}` is indented deeper than the `{` it closes (a
+    was at the hole; `}` under a call's `(` the hole left open: where the hole's line heads the block, a `{` on
+    a line at the `}`'s depth), a `}` is indented deeper than the `{` it closes (a
     block's around it: `if (json) {` or `new Class({` was at the hole), or nothing is open there: in a window that
     starts the file (`class InstallTest extends Install {`), or in one that starts inside a block whose closer this
     is, where the code line above the hole is indented no deeper than the closer (the block's body is below the
@@ -130,6 +131,14 @@ def lost_opener(prefix: str, suffix: str, language: str,
         return None
     indent = end - whole.rfind("\n", 0, end) - 1
     if meets is not None and meets[0] != PAIRS[closer]:
+        # a `}` at the depth of the hole's line, under lines indented deeper: that line heads the block, whose `{`
+        # must come back at that depth (`foreach ($selectedCho` + `ices as $k => $v)` closed the `(` and left the `}`
+        # to the function's `{`); else any `{` (prettier's `? {` puts an object's `}` deeper than its `{`'s line)
+        line = prefix[prefix.rfind("\n") + 1:]
+        body = next((text for text in whole[len(prefix):end].split("\n")[1:] if text.strip()), "")
+        if closer == "}" and line.strip() and len(line) - len(line.lstrip(" \t")) == indent \
+                and len(body) - len(body.lstrip(" \t")) > indent:
+            return end, ("{", indent)
         return end, (PAIRS[closer], None)
     # a lost block's body lies between the hole and its closer, indented deeper than the closer; where the next line
     # is not, the block lost its opener elsewhere (a brace deleted lines above), and the hole need not give it back

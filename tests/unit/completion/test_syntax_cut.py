@@ -433,7 +433,29 @@ def test_a_line_rest_that_closes_its_condition_and_opens_the_block_below_is_show
     prefix = "const run = (items) => {\n  if (!items) {\n    return\n  }\n\n  if (items.len"
     suffix = "\n    console.log(items)\n  }\n\n  return items.length\n}\n\nmodule.exports = run\n"
     assert _shown_js(prefix, suffix, "gth) {") == "gth) {"
-    assert _shown_js(prefix, suffix, "gth) {{") == "gth)"
+    # `gth)` alone, the clean start of `gth) {{`, would leave the block's `}` to close the function: nothing is shown
+    # (`brackets.lost_opener`: the `{` must come back on the header's line)
+    assert _shown_js(prefix, suffix, "gth) {{") == ""
+
+
+@pytest.mark.parametrize("language,prefix,suffix,right,wrong", [
+    # symfony/console's ChoiceQuestion: `foreach ($selectedCho` + `ices as $k => $v)`, no `{`; the foreach's `}`
+    # then met the closure's `{`, which counted as the opener the hole lost
+    ("php", "<?php\nfunction f($xs) {\n    return function ($x) use ($xs) {\n        foreach ($xs as $v) {\n"
+            "            $y = 1;\n        }\n        foreach ($selectedCho",
+     "\n            $results[] = $value;\n        }\n        return $results;\n    };\n}\n",
+     "ices as $value) {", "ices as $k => $v)"),
+    ("javascript", "function f (xs) {\n  return (x) => {\n    for (const v of xs) {\n      y(v)\n    }\n"
+                   "    for (const value of sel",
+     "\n      results.push(value)\n    }\n    return results\n  }\n}\n",
+     "ected) {", "ected)"),
+])
+def test_a_header_line_rest_must_give_back_its_blocks_opener_on_its_line(language, prefix, suffix, right, wrong):
+    """The hole's line heads a block (the lines under it deeper, its `}` at the line's depth): a text that closes the
+    `(` the hole left open but not the `{` leaves that `}` to close the function around it, whose `{` took it for the
+    opener the hole lost."""
+    assert clean_cut(right, prefix, suffix, language) == right
+    assert clean_cut(wrong, prefix, suffix, language) == ""
 
 
 @pytest.mark.parametrize("entries", [5, 150])
