@@ -1,4 +1,4 @@
-"""The syntax gate's structure rules (`gate.clean_cut` runs them before every reading of the window): six rules,
+"""The syntax gate's structure rules (`gate.clean_cut` runs them before every reading of the window): seven rules,
 outside Python and where the hole is not inside a string or comment (the first two read the code as `brackets`
 scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
@@ -24,6 +24,7 @@ scans it):
 - a statement the text starts, in a block, must not take in the code line after the text, indented no deeper than
   the line it starts on (`takes_the_next_line`): `if (cls != null)` or `final` alone over the user's next line
   make that line part of them (javac: "variable declaration not allowed here");
+- a text must not open a `/*` comment it does not close (`opens_block_comment`);
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
 """
@@ -44,13 +45,13 @@ _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust", "csharp", 
 
 def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,
                      scope: tuple[str, str] | None = None):
-    """The six rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
+    """The seven rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
     TypeScript; a local declared twice in C, C++, Java, C#, Go; Java's unreachable code; a `return` with the wrong count
     of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`; a stray `break`
     or `continue`, PHP's too), starts a
-    statement that takes in the next line, or does not parse where it stands.
+    statement that takes in the next line, opens a `/*` comment it does not close, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
@@ -71,10 +72,21 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
             return True
         if takes_the_next_line(prefix, text, suffix, language):
             return True
+        if opens_block_comment(prefix, text, language):
+            return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
             return True  # JavaScript, TypeScript, C, C++, Java, C#, Go, Rust and PHP only
         return _error_inside(prefix, text, suffix, language)
     return breaks
+
+
+def opens_block_comment(prefix: str, text: str, language: str) -> bool:
+    """Whether `text` (after `prefix`) starts a `/*` comment it does not close, outside a string or line comment: it
+    would take in the code below it up to some later `*/`. Tree-sitter reads most such texts as a comment running on
+    (`syntax.opens_unclosed_literal`), but PHP's grammar reads an unclosed `/**` as stray tokens, and in a window
+    already broken there (a method's header line missing) those can count as fewer errors than without it."""
+    at = text.rfind("/*")
+    return at >= 0 and "*/" not in text[at + 2:] and not ends_in_literal(prefix + text[:at], language)
 
 
 def _error_inside(prefix: str, text: str, suffix: str, language: str) -> bool:

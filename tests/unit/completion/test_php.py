@@ -94,7 +94,8 @@ def test_a_method_read_without_its_class_parses_as_the_gate_reads_it():
     assert len(readable(members, "php")) == len(members)
     assert "public" not in readable(members, "php") and readable(members, "java") == members
     # inside its class a member without its modifiers is still one; a property keeps them (`$x;` is no member)
-    whole = ("<?php\nabstract class A\n{\n    private ?Foo\\Bar $cache = null;\n    protected static array $items = [];\n"
+    whole = ("<?php\nabstract class A\n{\n    private ?Foo\\Bar $cache = null;\n"
+             "    protected static array $items = [];\n"
              + members + "    abstract protected function g(): int;\n}\n")
     assert error_spans(whole, "php") == [] and "private ?Foo" in readable(whole, "php")
     method = "    public function total(array $xs): int\n    {\n        $sum = 0;\n        retu"
@@ -102,3 +103,24 @@ def test_a_method_read_without_its_class_parses_as_the_gate_reads_it():
     suffix = "\n    }\n"
     assert finish_suggestion("rn $sum;", [], method, ctx, selection=False, max_lines=8,
                              document=method + suffix) == "rn $sum;"
+
+
+def test_a_doc_comment_opened_and_not_closed_is_not_shown_even_where_the_window_is_broken():
+    """PHP's grammar reads an unclosed `/**` as stray tokens: where the method's header line is missing (the hole is
+    that line), they counted as fewer errors than the window had without the text (symfony/console's
+    BufferedOutput, a wrong line in the gate check)."""
+    from dg_lsp.completion.gate_structure import opens_block_comment
+
+    document = ("<?php\n\nclass BufferedOutput extends Output\n{\n    private string $buffer = '';\n\n"
+                "    public function fetch(): string\n    {\n        $content = $this->buffer;\n"
+                "        $this->buffer = '';\n\n        return $content;\n    }\n\n"
+                "\n    {\n        $this->buffer .= $message;\n\n        if ($newline) {\n"
+                "            $this->buffer .= \\PHP_EOL;\n        }\n    }\n}\n")
+    row = 14  # the missing header's line
+    ctx = extract_context(document, "php", row, 0)
+    prefix = "\n".join(document.split("\n")[:row]) + "\n"
+    shown = finish_suggestion("    /**\n", [], ctx.prefix, ctx, selection=False, max_lines=8, document=document)
+    assert prefix.endswith(ctx.prefix) and shown == ""
+    assert opens_block_comment("", "    /**\n", "php") and not opens_block_comment("", "    /** Writes. */\n", "php")
+    assert not opens_block_comment("", "    // a /* in a comment\n", "php")
+    assert not opens_block_comment("", "    $glob = '/*';\n", "php")

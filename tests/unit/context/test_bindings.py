@@ -260,7 +260,8 @@ def test_a_break_or_continue_that_nothing_in_its_function_takes_is_an_early_erro
 def test_a_window_cut_inside_a_function_does_not_judge_its_jumps():
     """Where the window does not show the function around the jump, it does not show its loops either."""
     assert early_errors("        x += 1;\n        break;\n    }\n", "php").total() == 0
-    prefix = "<?php\nfunction f($xs) {\n    switch ($xs) {\n        case 1:\n            $y = 1;\n            break;\n    }\n    "
+    prefix = ("<?php\nfunction f($xs) {\n    switch ($xs) {\n        case 1:\n            $y = 1;\n"
+              "            break;\n    }\n    ")
     suffix = "\n    return $y;\n}\n"
     assert clean_cut("break;", prefix, suffix, "php") == ""
     assert clean_cut("$y = 2;", prefix, suffix, "php") == "$y = 2;"
@@ -273,7 +274,8 @@ def test_a_texts_stray_jump_is_read_on_the_whole_document_where_a_window_starts_
     from dg_lsp.completion.selection import selection_keeps_compiling
     from dg_lsp.context.bindings.jumps import text_strays
 
-    cases = "".join(f"            case '{k}':\n                $result = {k};\n                break;\n" for k in range(60))
+    cases = "".join(f"            case '{k}':\n                $result = {k};\n                break;\n"
+                    for k in range(60))
     document = ("<?php\nfunction f(array $xs) {\n    return array_map(function ($x) {\n        switch ($x) {\n"
                 + cases + "        }\n        \n        return $result;\n    }, $xs);\n}\n")
     at = document.index("        \n        return $result;") + 8
