@@ -84,9 +84,11 @@ def opens_block_comment(prefix: str, text: str, language: str) -> bool:
     """Whether `text` (after `prefix`) starts a `/*` comment it does not close, outside a string or line comment: it
     would take in the code below it up to some later `*/`. Tree-sitter reads most such texts as a comment running on
     (`syntax.opens_unclosed_literal`), but PHP's grammar reads an unclosed `/**` as stray tokens, and in a window
-    already broken there (a method's header line missing) those can count as fewer errors than without it."""
+    already broken there (a method's header line missing) those can count as fewer errors than without it. A `\\/*`
+    is no comment (an escaped slash in a JavaScript regex)."""
     at = text.rfind("/*")
-    return at >= 0 and "*/" not in text[at + 2:] and not ends_in_literal(prefix + text[:at], language)
+    return at >= 0 and text[at - 1:at] != "\\" and "*/" not in text[at + 2:] and \
+        not ends_in_literal(prefix + text[:at], language)
 
 
 def _error_inside(prefix: str, text: str, suffix: str, language: str) -> bool:

@@ -124,3 +124,4 @@ def test_a_doc_comment_opened_and_not_closed_is_not_shown_even_where_the_window_
     assert opens_block_comment("", "    /**\n", "php") and not opens_block_comment("", "    /** Writes. */\n", "php")
     assert not opens_block_comment("", "    // a /* in a comment\n", "php")
     assert not opens_block_comment("", "    $glob = '/*';\n", "php")
+    assert not opens_block_comment("", "const re = /a\\/*b/", "javascript")
