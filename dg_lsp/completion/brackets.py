@@ -130,21 +130,21 @@ def lost_opener(prefix: str, suffix: str, language: str,
     if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
         return None
     indent = end - whole.rfind("\n", 0, end) - 1
-    if meets is not None and meets[0] != PAIRS[closer]:
-        # a `}` at the depth of the hole's line, under lines indented deeper: that line heads the block, whose `{`
-        # must come back at that depth (`foreach ($selectedCho` + `ices as $k => $v)` closed the `(` and left the `}`
-        # to the function's `{`); else any `{` (prettier's `? {` puts an object's `}` deeper than its `{`'s line)
-        line = prefix[prefix.rfind("\n") + 1:]
-        body = next((text for text in whole[len(prefix):end].split("\n")[1:] if text.strip()), "")
-        if closer == "}" and line.strip() and len(line) - len(line.lstrip(" \t")) == indent \
-                and len(body) - len(body.lstrip(" \t")) > indent:
-            return end, ("{", indent)
-        return end, (PAIRS[closer], None)
-    # a lost block's body lies between the hole and its closer, indented deeper than the closer; where the next line
-    # is not, the block lost its opener elsewhere (a brace deleted lines above), and the hole need not give it back
+    # a lost block's body lies between the hole and its closer, indented deeper than the closer
     lines = whole[len(prefix):end].split("\n")  # from the hole on; the first is the rest of its line, if it has text
     body = next((line for line in lines[0 if prefix.endswith("\n") or not prefix else 1:] if line.strip()), "")
-    if len(body) - len(body.lstrip(" \t")) <= indent:
+    body_deeper = indent_width(body) > indent
+    if meets is not None and meets[0] != PAIRS[closer]:
+        # a `}` at the depth of the hole's line, over that body: the line heads the block, whose `{` must come back
+        # at that depth (`foreach ($selectedCho` + `ices as $k => $v)` closed the `(` and left the `}` to the
+        # function's `{`); else any `{` (prettier's `? {` puts an object's `}` deeper than its `{`'s line)
+        line = prefix[prefix.rfind("\n") + 1:]
+        if closer == "}" and line.strip() and indent_width(line) == indent and body_deeper:
+            return end, ("{", indent)
+        return end, (PAIRS[closer], None)
+    # where the body is not deeper, the block lost its opener elsewhere (a brace deleted lines above), and the hole
+    # need not give it back
+    if not body_deeper:
         return None
     if meets is None:  # nothing open: in a window that starts the file, nothing at all; else opened above it
         above = next((line for line in reversed(prefix.split("\n")[:-1]) if line.strip()), None)
