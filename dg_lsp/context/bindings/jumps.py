@@ -16,7 +16,7 @@ from collections import Counter
 
 from tree_sitter import Node
 
-from dg_lsp.context.bindings.walk import nodes
+from dg_lsp.context.bindings.walk import encoded, nodes
 from dg_lsp.context.syntax import document_tree
 
 _SCRIPT = ({"for_statement", "for_in_statement", "while_statement", "do_statement"}, {"switch_statement"},
@@ -102,12 +102,10 @@ def text_strays(document: str, at: int, to: int, text: str, language: str | None
     whole file, outside any function, a jump is stray too. False without rules for the language, or no UTF-8 form."""
     if language not in _RULES or not text or not any(word in text for word in ("break", "continue")):
         return False
-    try:
-        applied = (document[:at] + text + document[to:]).encode("utf-8")
-        start = len(document[:at].encode("utf-8"))
-        end = start + len(text.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate: nothing known
+    if (applied := encoded(document[:at] + text + document[to:])) is None:  # a lone surrogate: nothing known
         return False
+    start = len(document[:at].encode("utf-8"))
+    end = start + len(text.encode("utf-8"))
     root = document_tree(applied, language).root_node
     stack = [root]  # down the nodes that overlap the text only
     while stack:

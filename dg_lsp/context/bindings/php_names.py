@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from dg_lsp.context.bindings.walk import encoded, named
 from dg_lsp.context.syntax import document_tree
 
 __all__ = ["php_unbound", "unbound_php_reads"]
@@ -112,37 +113,26 @@ def _unbound_in(scope: Node) -> list[Node] | None:
     return sorted((r for r in reads if _name(r) not in given and _name(r) not in _ALWAYS), key=lambda r: r.start_byte)
 
 
-def _encoded(source: str) -> bytes | None:
-    try:
-        return source.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from the editor: nothing known
-        return None
-
-
-def _offset(data: bytes, byte: int) -> int:
-    return len(data[:byte].decode("utf-8", "replace"))
-
-
 def php_unbound(source: str) -> list[tuple[str, int]] | None:
     """(name with its `$`, offset) of every read, in every function of `source`, of a variable its function gives no
     value; the functions where nothing is known are left out. None where `source` has no UTF-8 form. For comparing a
     document with and without a selection fill."""
-    if (data := _encoded(source)) is None:
+    if (data := encoded(source)) is None:
         return None
     out, stack = [], [document_tree(data, "php").root_node]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
         if node.type in _SCOPES:
-            out += [("$" + _name(r), _offset(data, r.start_byte)) for r in _unbound_in(node) or []]
-    return sorted(out, key=lambda read: read[1])
+            out += _unbound_in(node) or []
+    return named(data, sorted(out, key=lambda read: read.start_byte))
 
 
 def unbound_php_reads(source: str, start: int, end: int) -> list[tuple[str, int]]:
     """(name with its `$`, offset in `source`) of each variable `source[start:end]` reads (or finishes: a read that
     starts before `start`) where its function gives it no value, in source order; [] where nothing is known (the
     module's docstring). A variable the function reads outside the span with no value is not claimed."""
-    if start >= end or (data := _encoded(source)) is None:
+    if start >= end or (data := encoded(source)) is None:
         return []
     start_b, end_b = len(source[:start].encode("utf-8")), len(source[:end].encode("utf-8"))
     tree = document_tree(data, "php")
@@ -161,11 +151,5 @@ def unbound_php_reads(source: str, start: int, end: int) -> list[tuple[str, int]
             continue
         inside = [r for r in reads if r.start_byte < end_b and r.end_byte > start_b]
         outside = {_name(r) for r in reads if not (r.start_byte < end_b and r.end_byte > start_b)}
-        out += [r for r in inside if _name(r) not in outside]
-    seen = set()
-    result = []
-    for r in sorted(out, key=lambda r: r.start_byte):
-        if r.start_byte not in seen:
-            seen.add(r.start_byte)
-            result.append(("$" + _name(r), _offset(data, r.start_byte)))
-    return result
+        out += [r for r in inside if _name(r) not in outside]  # a nested function's reads are its own: once each
+    return named(data, sorted(out, key=lambda read: read.start_byte))

@@ -23,6 +23,7 @@ from tree_sitter import Node, Tree
 
 from dg_lsp.context.bindings.script import LANGUAGES
 from dg_lsp.context.bindings.script import pattern_nodes as _pattern
+from dg_lsp.context.bindings.walk import encoded, named
 from dg_lsp.context.syntax import document_tree
 
 __all__ = ["LANGUAGES", "unbound_script_reads"]
@@ -219,30 +220,12 @@ def _unbound(data: bytes, language: str | None, span: tuple[int, int] = (0, 0)) 
     return tree.root_node, [read for read in reads if read.text.decode("utf-8", "replace") not in outside]
 
 
-def _encoded(source: str) -> bytes | None:
-    """`source` in UTF-8; None where it holds a lone surrogate (a broken UTF-16 text from the editor)."""
-    try:
-        return source.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-
-
-def _named(data: bytes, reads: list[Node]) -> list[tuple[str, int]]:
-    """(name, offset in characters) of each of `reads`, in source order, decoding `data` once."""
-    out, byte, char = [], 0, 0
-    for read in reads:
-        char += len(data[byte:read.start_byte].decode("utf-8", "replace"))
-        byte = read.start_byte
-        out.append((read.text.decode("utf-8", "replace"), char))
-    return out
-
-
 def script_unbound(source: str, language: str | None) -> list[tuple[str, int]] | None:
     """(name, offset) of every read in `source` that nothing binds, with no guard; None where nothing is known (no
     clean parse, a `with`, an `eval`). For comparing a document with and without a selection fill."""
-    if (data := _encoded(source)) is None or (found := _unbound(data, language)) is None:
+    if (data := encoded(source)) is None or (found := _unbound(data, language)) is None:
         return None
-    return _named(data, found[1])
+    return named(data, found[1])
 
 
 def unbound_script_reads(source: str, start: int, end: int, language: str | None) -> list[tuple[str, int]]:
@@ -254,7 +237,7 @@ def unbound_script_reads(source: str, start: int, end: int, language: str | None
     around it are names the code there is waiting for (a statement deleted and being written again: `messages`
     read below a deleted `const messages = ...`), and do not stop the reading; any other stops it. A name read
     unbound outside the span too is never claimed: the environment may have it."""
-    if start >= end or (data := _encoded(source)) is None:
+    if start >= end or (data := encoded(source)) is None:
         return []
     start_b, end_b = len(source[:start].encode("utf-8")), len(source[:end].encode("utf-8"))
     if (found := _unbound(data, language, (start_b, end_b))) is None:
@@ -272,4 +255,4 @@ def unbound_script_reads(source: str, start: int, end: int, language: str | None
         if not waiting:
             return []
         elsewhere.add(read.text.decode("utf-8", "replace"))
-    return [(name, offset) for name, offset in _named(data, inside) if name not in elsewhere]
+    return [(name, offset) for name, offset in named(data, inside) if name not in elsewhere]

@@ -1,5 +1,6 @@
-"""What the early-error readings of every language share: a walk of a tree that knows where ERROR nodes are, the
-count of names declared twice, and the scoped walk of the languages where no local shadows another."""
+"""What the early-error and name readings of every language share: a text's UTF-8 form and its nodes' offsets, a
+walk of a tree that knows where ERROR nodes are, the count of names declared twice, and the scoped walk of the
+languages where no local shadows another."""
 
 from __future__ import annotations
 
@@ -8,6 +9,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
+
+
+def encoded(source: str) -> bytes | None:
+    """`source` in UTF-8; None where it holds a lone surrogate (a broken UTF-16 text from the editor)."""
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def named(data: bytes, reads: list[Node]) -> list[tuple[str, int]]:
+    """(text, offset in characters) of each of `reads` (nodes of the tree of `data`, UTF-8), in source order,
+    decoding `data` once."""
+    out, byte, char = [], 0, 0
+    for read in reads:
+        char += len(data[byte:read.start_byte].decode("utf-8", "replace"))
+        byte = read.start_byte
+        out.append((read.text.decode("utf-8", "replace"), char))
+    return out
 
 
 def nodes(root: Node):
