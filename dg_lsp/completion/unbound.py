@@ -67,10 +67,10 @@ def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text
     only where the code around the fill reads a name unbound. ([], []) outside Python, JavaScript, TypeScript and
     PHP, or where nothing is known."""
     if language in LANGUAGES:
-        return _script_fill_names(document, start, end, text, lambda s, a, b: unbound_script_reads(s, a, b, language),
+        return _fill_names_by(document, start, end, text, lambda s, a, b: unbound_script_reads(s, a, b, language),
                                   lambda s: script_unbound(s, language))
     if language == "php":
-        return _script_fill_names(document, start, end, text, unbound_php_reads, php_unbound)
+        return _fill_names_by(document, start, end, text, unbound_php_reads, php_unbound)
     if language != "python":
         return [], []
     at, to, applied = _applied(document, start, end, text)
@@ -90,7 +90,7 @@ def fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text
     return [], sorted(after - before)
 
 
-def _script_fill_names(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
+def _fill_names_by(document: str, start: tuple[int, int], end: tuple[int, int], text: str,
                        reads_in: Callable[[str, int, int], list[tuple[str, int]]],
                        unbound_all: Callable[[str], list[tuple[str, int]] | None]) -> tuple[list[str], list[str]]:
     """`fill_names` in JavaScript, TypeScript and PHP: the names the fill reads unbound (`reads_in`: a span's), else
