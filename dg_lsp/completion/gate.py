@@ -98,7 +98,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     (`gate_windows.scope_is_whole`); outside Python a text that passes the structure rules and leaves that scope
     parsing clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a
     class reads the class's `}` as closing nothing, and a text that mends the method's last line lets that error
-    out of the one the broken line made). Unknown languages pass unchecked."""
+    out of the one the broken line made), and one that heads the lines below and leaves that scope a `}` short at
+    its end is not (`_leaves_a_block_open`). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     structure = structure_judge(prefix, suffix, language, prefix_truncated, scope)
@@ -111,8 +112,11 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
         nonlocal closed
         if structure is not None and structure(candidate):
             return True
-        if whole_scope and language != "python" and _completes(scope, candidate, language):
-            return False
+        if whole_scope and language != "python":
+            if _leaves_a_block_open(scope, prefix, candidate, suffix, language):
+                return True
+            if _completes(scope, candidate, language):
+                return False
         if not as_it_is(candidate):
             return False
         if not truncated or language == "python":
@@ -197,6 +201,30 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
         return past == reach or insertion_breaks_syntax(p, candidate, past, language, before)
 
     return breaks
+
+
+def _indentation(text: str) -> str:
+    return text[:len(text) - len(text.lstrip(" \t"))]
+
+
+def _leaves_a_block_open(scope: tuple[str, str], prefix: str, text: str, suffix: str, language: str) -> bool:
+    """Whether `text`, heading lines already below it (indented deeper: a block's body, whose `}` is there too),
+    leaves a block open to the end of the whole scope `scope`, whose last line is the `}` at its first line's
+    indentation: tree-sitter misses a `}` on that last line or after it, where without the text it did not (a
+    second `{` on the header's line, `gth) {{`, that nothing below closes). Counted in errors, the text trades the hole's open `(` for the scope's
+    missing `}`, one error for one. A scope whose last line is not its header's `}` may end short (tree-sitter's
+    recovery ends it at the hole): it proves nothing."""
+    p, s = scope
+    lines = s.rstrip().split("\n")
+    last = lines[-1]
+    if len(lines) < 2 or not last.lstrip().startswith("}") or _indentation(last) != _indentation(p) \
+            or not heads_deeper_lines(prefix, text, suffix):
+        return False
+    def missing_at_the_end(region: str, before_last: int) -> bool:
+        at = len(region[:before_last].encode("utf-8"))
+        return any(kind == "}" and start >= at for kind, start, _ in error_spans(region, language))
+    end = len(s.rstrip()) - len(last)  # the last line's start in `s`
+    return missing_at_the_end(p + text + s, len(p + text) + end) and not missing_at_the_end(p + s, len(p) + end)
 
 
 def _completes(scope: tuple[str, str], text: str, language: str) -> bool:

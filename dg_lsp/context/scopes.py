@@ -155,7 +155,38 @@ def find_scopes(
     # Every scope found encloses the hole, so its range reaches the hole's line
     # (a Python body can end above a cursor on a deeper-indented blank line).
     last_line = max(top, bottom - 1)
-    return [_describe(node, language, top, end[0], last_line) for node in nodes]
+    scopes = [_describe(node, language, top, end[0], last_line) for node in nodes]
+    if has_error and language != "python":
+        scopes = [_closed_by_indentation(doc, scope, node, top, end[0], language) for scope, node in zip(scopes, nodes)]
+    return scopes
+
+
+def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: int, hole_line: int,
+                           language: str) -> Scope:
+    """`scope` (of the parse's `node`, whose rows count from line `top`) ending at the `}` that its header's
+    indentation gives it, where the code around the hole is broken: tree-sitter's recovery from an unfinished line
+    (`assert.deepEqual(document.positio`) can run a function on to the region's end, or end it at the hole
+    (`export function create(func: `). The first code line below the hole's that is indented no deeper than the
+    scope's header must start with a `}` at exactly the header's indentation (comments skipped); where it does not
+    (a template literal or a label at column 0), the parse's end stands, as it does where the scope's first line
+    and its name's line are indented differently (a PHP attribute at column 0 that the parse gave to a method of
+    the class whose header line is the hole)."""
+    header = leading_whitespace(doc.content(scope.start_line))
+    name = node.child_by_field_name("name")
+    if name is not None and leading_whitespace(doc.content(top + name.start_point.row)) != header:
+        return scope
+    for row in range(hole_line + 1, doc.stop):
+        text = doc.content(row)
+        code = text.lstrip()
+        if not code or is_comment_line(code, language):
+            continue
+        lead = text[: len(text) - len(code)]
+        if len(lead.expandtabs(8)) > len(header.expandtabs(8)) and lead.startswith(header):
+            continue
+        if lead == header and code.startswith("}"):
+            return Scope(scope.kind, scope.name, scope.start_line, row)
+        return scope
+    return scope
 
 
 def _parse_scopes(

@@ -433,8 +433,10 @@ def test_a_line_rest_that_closes_its_condition_and_opens_the_block_below_is_show
     prefix = "const run = (items) => {\n  if (!items) {\n    return\n  }\n\n  if (items.len"
     suffix = "\n    console.log(items)\n  }\n\n  return items.length\n}\n\nmodule.exports = run\n"
     assert _shown_js(prefix, suffix, "gth) {") == "gth) {"
-    # `gth)` alone, the clean start of `gth) {{`, would leave the block's `}` to close the function: nothing is shown
-    # (`brackets.lost_opener`: the `{` must come back on the header's line)
+    # `gth) {{` leaves the function's `}` missing where the hole left a `)` missing: one error for one, but in the
+    # whole function (its scope, ended at its `}` by indentation) a `}` goes missing that was not (`gate.
+    # _leaves_a_block_open`); `gth)` alone, its clean start, would leave the block's `}` to close the function:
+    # nothing is shown (`brackets.lost_opener`: the `{` must come back on the header's line)
     assert _shown_js(prefix, suffix, "gth) {{") == ""
 
 
@@ -730,3 +732,20 @@ def test_the_scope_is_whole_where_the_window_holds_its_header_and_its_last_line(
     assert scope_is_whole(ctx.prefix, ctx.suffix, ctx)
     assert not scope_is_whole(ctx.prefix.split("\n", 2)[2], ctx.suffix, ctx)  # the header's line not in the window
     assert not scope_is_whole(ctx.prefix, "\n", ctx)  # nor its last
+
+
+def test_a_line_rest_in_a_test_callback_is_shown_in_its_whole_scope():
+    # `assert.deepEqual(document.positio|`: the line's `(` left open, tree-sitter ran the callback on past its
+    # `});` to the file's end, and the scope so read (the next test's lines in it) broke with the right rest too;
+    # ended at its `}` by indentation (`scopes._closed_by_indentation`), the callback is whole with it
+    prefix = ("suite('lines', () => {\n"
+              "\ttest('first', () => {\n"
+              "\t\tconst document = newDocument('\\nABCDE');\n"
+              "\t\tassert.deepEqual(document.positionAt(1), Positions.create(1, 0));\n"
+              "\t\tassert.deepEqual(document.positio")
+    suffix = ("\n\n\t});\n\n\ttest('second', () => {\n\t\tlet document = newDocument('ABCDE\\rFGHIJ');\n"
+              "\t\tassert.equal(document.lineCount, 2);\n\t});\n});\n")
+    lines = prefix.split("\n")
+    ctx = extract_context(prefix + suffix, "typescript", len(lines) - 1, len(lines[-1]))
+    rest = "nAt(6), Positions.create(1, 5));"
+    assert finish_suggestion(rest, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix) == rest

@@ -171,3 +171,64 @@ def test_nested_closures_report_outer_to_inner():
         ("function", "outer", 0, 4),
         ("function", None, 1, 3),
     ]
+
+
+# A line cut in the middle leaves the code around the hole broken; tree-sitter's recovery can then give the
+# enclosing scope another end than its `}` (the gate reads the scope's lines as one whole: gate_windows).
+_TESTS = (
+    "suite('lines', () => {\n"
+    "\ttest('first', () => {\n"
+    "\t\tconst document = newDocument('\\nABCDE');\n"
+    "\t\tassert.deepEqual(document.positio\n"
+    "\n"
+    "\t});\n"
+    "\n"
+    "\ttest('second', () => {\n"
+    "\t\tassert.equal(lines, 2);\n"
+    "\t});\n"
+    "});\n"
+)
+
+
+def test_a_broken_line_does_not_run_its_function_on_past_its_closer():
+    ctx = extract_context(_TESTS, "typescript", *after(_TESTS, "document.positio"))
+    assert (ctx.enclosing.start_line, ctx.enclosing.end_line) == (1, 5)  # `\t});`, not the file's end
+
+
+def test_a_broken_header_does_not_end_its_function_at_the_hole():
+    source = ("export namespace Disposable {\n"
+              "\texport function create(func: \n"
+              "\t\treturn {\n"
+              "\t\t\tdispose: func\n"
+              "\t\t};\n"
+              "\t}\n"
+              "}\n")
+    ctx = extract_context(source, "typescript", *after(source, "create(func: "))
+    assert (ctx.enclosing.name, ctx.enclosing.start_line, ctx.enclosing.end_line) == ("create", 1, 5)
+
+
+def test_the_parses_end_stands_where_the_indentation_does_not_give_one():
+    # below the hole, a line at the header's indentation that is no `}` (a template literal's line at column 0)
+    source = ("function page(x) {\n"
+              "  const body = render(x, \n"
+              "  const html = `\n"
+              "<p>${body}</p>`;\n"
+              "  return html;\n"
+              "}\n")
+    ctx = extract_context(source, "javascript", *after(source, "render(x, "))
+    assert ctx.enclosing.name == "page" and ctx.enclosing.end_line != 3
+    # where the scope's first line and its name's are indented differently (a PHP attribute the parse gave to
+    # the method of a class whose header line is the hole), the parse's end stands
+    php = ("<?php\n"
+           "namespace Symfony\\Component\\Console\\Attribute;\n"
+           "\n"
+           "#[\\Attribute(\\Attribute::TARGET_CLASS)]\n"
+           "{\n"
+           "    public function __construct(\n"
+           "        public string $name,\n"
+           "    ) {\n"
+           "        $this->name = $name;\n"
+           "    }\n"
+           "}\n")
+    ctx = extract_context(php, "php", 4, 0)  # the class's line taken out: the cursor before its `{`
+    assert ctx.enclosing is not None and ctx.enclosing.start_line == 3 and ctx.enclosing.end_line != 10
