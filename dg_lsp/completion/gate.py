@@ -16,10 +16,11 @@ it, for texts that leave those blocks as they were (`_closed_judge`). Each added
 where any reading shows it. Outside Python, a text after which the window or the scope has no error left, where it
 had some, and the same brackets open, is shown (`_mends`).
 
-Six structure rules come before every reading, outside Python and where the hole is not inside a string or comment
-(`gate_structure.structure_judge`, whose docstring gives them): a text must give back the opener of a block the hole
-lost, close no block early, open no block over lines of its own level, add no early error that tree-sitter parses
-as valid code (`bindings.early_errors`), start no statement that takes in the next line, and parse where it stands.
+Eight structure rules come before every reading, outside Python and where the hole is not inside a string or
+comment (`gate_structure.structure_judge`, whose docstring gives them): a text must give back the opener of a block
+the hole lost, close no block early, open no block over lines of its own level, add no early error that tree-sitter
+parses as valid code (`bindings.early_errors`), start no statement that takes in the next line, open no `/*` it
+leaves open, head the `{` alone on the line below it (GNU and Allman styles), and parse where it stands.
 
 Python has its compiler's word, which outweighs tree-sitter's (the checks are context/syntax.py's):
 - a window or scope that compiles without the suggestion must compile with it, and then that is the verdict;

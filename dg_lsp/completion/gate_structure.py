@@ -1,4 +1,4 @@
-"""The syntax gate's structure rules (`gate.clean_cut` runs them before every reading of the window): seven rules,
+"""The syntax gate's structure rules (`gate.clean_cut` runs them before every reading of the window): eight rules,
 outside Python and where the hole is not inside a string or comment (the first two read the code as `brackets`
 scans it):
 - where the hole lost the opener of the block it lies in (the closer that ends that block meets another kind of
@@ -25,6 +25,8 @@ scans it):
   the line it starts on (`takes_the_next_line`): `if (cls != null)` or `final` alone over the user's next line
   make that line part of them (javac: "variable declaration not allowed here");
 - a text must not open a `/*` comment it does not close (`opens_block_comment`);
+- outside Go, a line the text ends, over a `{` alone on the next line at its indentation (GNU and Allman styles),
+  must head that block: with the text it must not parse as a block standing alone (`leaves_a_bare_block`);
 - no ERROR node may start inside the text (`_error_inside`): a text that does not parse where it stands is refused
   however many errors elsewhere it mends (`sync function run() {` in a class body).
 """
@@ -45,13 +47,14 @@ _INDENTED = ("javascript", "typescript", "tsx", "java", "go", "rust", "csharp", 
 
 def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: bool,
                      scope: tuple[str, str] | None = None):
-    """The seven rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
+    """The eight rules of the module's docstring, as a test of a text: it leaves the hole's block without the opener
     the hole lost (`brackets.lost_opener` of the window without it), closes a block early (more closers out of line
     than the window has without it), opens a block over lines of its own level, adds an early error (JavaScript,
     TypeScript; a local declared twice in C, C++, Java, C#, Go; Java's unreachable code; a `return` with the wrong count
     of values in Go and Java; Rust's `self` outside a method and a value ending a function of `()`; a stray `break`
     or `continue`, PHP's too), starts a
-    statement that takes in the next line, opens a `/*` comment it does not close, or does not parse where it stands.
+    statement that takes in the next line, opens a `/*` comment it does not close, leaves the `{` alone on the line
+    below a bare block, or does not parse where it stands.
     None in Python, and where the hole is inside a string or comment (there the scan reads the text after the hole
     as the literal's, which the text may end)."""
     if language == "python" or ends_in_literal(prefix, language):
@@ -73,6 +76,8 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
         if takes_the_next_line(prefix, text, suffix, language):
             return True
         if opens_block_comment(prefix, text, language):
+            return True
+        if language != "go" and leaves_a_bare_block(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
             return True  # JavaScript, TypeScript, C, C++, Java, C#, Go, Rust and PHP only
@@ -156,6 +161,42 @@ def takes_the_next_line(prefix: str, text: str, suffix: str, language: str) -> b
     head = len(whole.encode("utf-8")[:node.start_byte].decode("utf-8", "replace"))
     return indent_width(whole[whole.rfind("\n", 0, below.start()) + 1:below.start()]) \
         <= indent_width(whole[whole.rfind("\n", 0, head) + 1:head])
+
+
+# a `{` ... `}` that stands alone as a statement, and what holds such statements
+_BARE_BLOCKS = frozenset({"block", "compound_statement", "statement_block"})
+_BLOCK_HOLDERS = frozenset({"program", "translation_unit", "compilation_unit", "source_file", "global_statement",
+                            "block", "compound_statement", "statement_block", "declaration_list", "class_body",
+                            "expression_statement"})
+
+
+def leaves_a_bare_block(prefix: str, text: str, suffix: str, language: str) -> bool:
+    """Whether the line `text` ends (with the rest of it after the text) is followed by a `{` alone on its line, at
+    that line's indentation, that parses as a block standing alone with the text, or in an ERROR that starts on or
+    after the text's line: the line heads that block in the GNU and Allman styles (`public class Ping`, `var c = new
+    Container(cfg =>`), and a text that heads none there (`using System.Threading;`, a statement) leaves the
+    block's lines a bare block, or no code at all, which the window's error count misses: the file was as broken
+    without it. Not in Go, where a `{` alone on its line is a bare block."""
+    whole = prefix + text + suffix
+    start, end = len(prefix), len(prefix) + len(text.rstrip())
+    line_end = whole.find("\n", end)
+    if end == start or line_end < 0:
+        return False
+    below = _CODE.search(whole, line_end)
+    if below is None or below.group() != "{":
+        return False
+    below_end = whole.find("\n", below.start())
+    line_start = whole.rfind("\n", 0, end) + 1
+    if whole[below.start() + 1:below_end if below_end >= 0 else len(whole)].strip() \
+            or whole[whole.rfind("\n", 0, below.start()) + 1:below.start()] != \
+            whole[line_start:line_start + len(whole[line_start:]) - len(whole[line_start:].lstrip(" \t"))]:
+        return False  # code after the `{` on its line, or the `{` at another indentation than the text's line
+    at = len(whole[:below.start()].encode("utf-8"))
+    node = parsed(whole, language).root_node.descendant_for_byte_range(at, at + 1)
+    block = node.parent if node is not None else None
+    if block is None:
+        return False
+    return block.type in _BARE_BLOCKS and block.parent is not None and block.parent.type in _BLOCK_HOLDERS
 
 
 def heads_deeper_lines(prefix: str, text: str, suffix: str) -> bool:

@@ -749,3 +749,63 @@ def test_a_line_rest_in_a_test_callback_is_shown_in_its_whole_scope():
     ctx = extract_context(prefix + suffix, "typescript", len(lines) - 1, len(lines[-1]))
     rest = "nAt(6), Positions.create(1, 5));"
     assert finish_suggestion(rest, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix) == rest
+
+
+def _shown_at(source: str, language: str, text: str) -> str:
+    """What the server shows for the engine answer `text` at the @@ of `source`, with the whole document."""
+    prefix, suffix = source.split("@@")
+    lines = prefix.split("\n")
+    ctx = extract_context(prefix + suffix, language, len(lines) - 1, len(lines[-1]))
+    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+
+
+_ALLMAN_CLASS = ("using System;\n"
+                 "\n"
+                 "namespace MediatR.Examples;\n"
+                 "\n"
+                 "@@{\n"
+                 "    private readonly TextWriter _writer;\n"
+                 "\n"
+                 "    public Pinged(TextWriter writer)\n"
+                 "    {\n"
+                 "        _writer = writer;\n"
+                 "    }\n"
+                 "}\n")
+_ALLMAN_LAMBDA = ("class Runner\n"
+                  "{\n"
+                  "    private static IMediator Build(Writer writer)\n"
+                  "    {\n"
+                  "        var services = new ServiceCollection();\n"
+                  "@@        {\n"
+                  "            cfg.Scan(typeof(Ping));\n"
+                  "        });\n"
+                  "        return services.Build();\n"
+                  "    }\n"
+                  "}\n")
+
+
+def test_a_line_that_heads_no_block_over_a_brace_on_its_own_line_is_not_shown():
+    # GNU and Allman styles: the `{` alone on the line below is the hole's line's block. A `using` or a statement
+    # there leaves it a bare block (the class's members, the lambda's statements), which the window's error count
+    # misses: without the line the file was as broken (`gate_structure.leaves_a_bare_block`)
+    assert _shown_at(_ALLMAN_CLASS, "csharp", "using System.Threading;\n") == ""
+    assert _shown_at(_ALLMAN_CLASS, "csharp", "public class Pinged : INotificationHandler<Pinged>\n") \
+        == "public class Pinged : INotificationHandler<Pinged>\n"
+    assert _shown_at(_ALLMAN_LAMBDA, "csharp", "        var mediator = services.GetService<IMediator>();\n") == ""
+    assert _shown_at(_ALLMAN_LAMBDA, "csharp", "        services.AddMediatR(cfg =>\n") \
+        == "        services.AddMediatR(cfg =>\n"
+
+
+def test_a_bare_block_the_code_already_has_is_read_as_a_block():
+    # a `case` label over its `{` heads it; in Go (no GNU or Allman style there) a statement over a bare block stays
+    source = ("int run(int kind) {\n"
+              "    switch (kind) {\n"
+              "@@    {\n"
+              "        return 1;\n"
+              "    }\n"
+              "    }\n"
+              "    return 0;\n"
+              "}\n")
+    assert _shown_at(source, "c", "    case 1:\n") == "    case 1:\n"
+    go = "package m\n\nfunc run() int {\n\tx := 1\n@@\t{\n\t\tx++\n\t}\n\treturn x\n}\n"
+    assert _shown_at(go, "go", "\tx += 2\n") == "\tx += 2\n"
