@@ -27,6 +27,7 @@ from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
+from dg_lsp.context.preprocessor import unbalances_conditionals
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document
 from dg_lsp.context.windows import cursor_offset
@@ -349,7 +350,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     PHP), whose cut the gate judges again, and last the whole file's parse: outside Python (whose gate reads its
     blocks exactly), a text after which a document that parsed clean no longer does is not shown
     (`syntax.breaks_document`), nor one with a `break` or `continue` that nothing in its function takes
-    (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops)."""
+    (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops), nor, in C, C++ and
+    C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`)."""
     suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                       prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix,
@@ -366,5 +368,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
             return ""
         if text_strays(document, at, to, gated, ctx.language):
             log.info("suggestion not shown: a break or continue that nothing in its function takes")
+            return ""
+        if unbalances_conditionals(document, at, to, gated, ctx.language):
+            log.info("suggestion not shown: it leaves an #if, #else or #endif unmatched")
             return ""
     return gated

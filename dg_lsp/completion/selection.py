@@ -16,6 +16,7 @@ import textwrap
 from dg_lsp.context.bindings import (LANGUAGES, declarator_names, declared, go_field_names, go_names, pattern_names,
                                      rust_declared)
 from dg_lsp.context.bindings.jumps import text_strays
+from dg_lsp.context.preprocessor import unbalances_conditionals
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.python_syntax import python_complaint
 from dg_lsp.context.syntax import breaks_document
@@ -56,11 +57,13 @@ def selection_keeps_compiling(document: str, start: tuple[int, int], end: tuple[
     selection fill is rare and asked for, so the whole file is read: one that compiled keeps compiling. A language
     without a grammar, and a document that did not compile: True. (The other languages: `syntax.breaks_document`,
     which reads an inline suggestion's file the same way, and a `break` or `continue` in the fill that nothing in its
-    function takes, `jumps.text_strays`, which no compiler passes.)"""
+    function takes, `jumps.text_strays`, which no compiler passes, nor an `#if` or `#endif` left unmatched,
+    `preprocessor`.)"""
     at, to = cursor_offset(document, *start), cursor_offset(document, *end)
     if language != "python":
         return not breaks_document(document, at, to, text, language) and \
-            not text_strays(document, at, to, text, language)
+            not text_strays(document, at, to, text, language) and \
+            not unbalances_conditionals(document, at, to, text, language)
     # not through python_complaint's cache: whole files would stay in it
     if python_complaint.__wrapped__(document) is not None:
         return True
