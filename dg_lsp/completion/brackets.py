@@ -127,8 +127,13 @@ def lost_opener(prefix: str, suffix: str, language: str,
     whole = prefix + suffix
     end, meets = block_end(whole, len(prefix), language) or (0, None)
     closer = whole[end:end + 1]
-    if closer not in PAIRS or end < len(prefix) or whole[whole.rfind("\n", 0, end) + 1:end].strip():
+    if closer not in PAIRS or end < len(prefix):
         return None
+    if whole[whole.rfind("\n", 0, end) + 1:end].strip() and not (
+            closer in ")]" and meets is not None and meets[0] != PAIRS[closer]
+            and ("\n" in whole[len(prefix):end] or prefix.endswith("\n"))):
+        return None  # not line-leading: only a `)` or `]` that meets a `{`, on a line below the hole's or a
+        # whole-line hole's (the last line of a call whose first was at the hole: `EXPECT_EQ(` over `  args);`)
     indent = end - whole.rfind("\n", 0, end) - 1
     # a lost block's body lies between the hole and its closer, indented deeper than the closer
     lines = whole[len(prefix):end].split("\n")  # from the hole on; the first is the rest of its line, if it has text

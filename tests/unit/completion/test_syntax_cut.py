@@ -809,3 +809,18 @@ def test_a_bare_block_the_code_already_has_is_read_as_a_block():
     assert _shown_at(source, "c", "    case 1:\n") == "    case 1:\n"
     go = "package m\n\nfunc run() int {\n\tx := 1\n@@\t{\n\t\tx++\n\t}\n\treturn x\n}\n"
     assert _shown_at(go, "go", "\tx += 2\n") == "\tx += 2\n"
+
+
+def test_a_call_whose_first_line_was_at_the_hole_must_get_its_bracket_back():
+    # the hole was `  EXPECT_EQ(fmt::detail::type_of(args),`: the line below ends the call, its `)` meeting the
+    # function's `{` (`brackets.lost_opener`, whose closer need not start its line where it is a `)` or `]` on a
+    # line below the hole's); a whole statement there leaves that line dangling
+    source = ("TEST(no_builtin_types_test, double_is_custom_type) {\n"
+              "  double d = 42;\n"
+              "  auto args = fmt::make_format_args(d);\n"
+              "@@"
+              "            fmt::detail::type::custom_type);\n"
+              "}\n")
+    assert _shown_at(source, "cpp", '  EXPECT_EQ(fmt::format("{}", 42L), "42");\n') == ""
+    assert _shown_at(source, "cpp", "  EXPECT_EQ(fmt::detail::type_of(args),\n") \
+        == "  EXPECT_EQ(fmt::detail::type_of(args),\n"
