@@ -86,7 +86,7 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
 
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               scope: tuple[str, str] | None = None, truncated: bool = False, prefix_truncated: bool = True,
-              whole_scope: bool = False) -> str:
+              whole_scope: bool = False, clean_with=None) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `gate_windows.scope_window`); else its longest run of leading lines
     that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
@@ -100,19 +100,28 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     parsing clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a
     class reads the class's `}` as closing nothing, and a text that mends the method's last line lets that error
     out of the one the broken line made), and one that heads the lines below and leaves that scope a `}` short at
-    its end is not (`_leaves_a_block_open`). Unknown languages pass unchecked."""
+    its end is not (`_leaves_a_block_open`). `clean_with`: whether the whole document reads clean (no ERROR or
+    MISSING node) with a candidate in the hole; a candidate that passes the structure rules and leaves the whole
+    document clean is shown whatever the windows read (their cut is their own: a field's line read without its
+    class, a scope tree-sitter's recovery ended wrong). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     structure = structure_judge(prefix, suffix, language, prefix_truncated, scope)
     as_it_is = _judge(prefix, suffix, language, scope, truncated)
     closed = None  # a second reading: the window's end as the document's, its blocks closed there
 
-    def breaks(candidate: str) -> bool:
-        # a text that breaks the brace languages' rules breaks in every reading; else it is shown where either
-        # reading shows it; the second is built only where the first refuses a text
-        nonlocal closed
+    def breaks(candidate: str, whole: bool = True) -> bool:
+        # a text that breaks the brace languages' rules breaks in every reading; else it is shown where any reading
+        # shows it, the whole document's last (`whole`: not for the clean starts of a line, each a parse of it)
         if structure is not None and structure(candidate):
             return True
+        if not windows_break(candidate):
+            return False
+        return not (whole and clean_with is not None and clean_with(candidate))
+
+    def windows_break(candidate: str) -> bool:
+        # the second reading is built only where the first refuses a text
+        nonlocal closed
         if whole_scope and language != "python":
             if _leaves_a_block_open(scope, prefix, candidate, suffix, language):
                 return True
@@ -140,7 +149,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
         return ""
     for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
-        if not breaks(cut):
+        if not breaks(cut, whole=False):
             return cut
     return ""
 

@@ -29,7 +29,7 @@ from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.preprocessor import unbalances_conditionals
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
-from dg_lsp.context.syntax import breaks_document
+from dg_lsp.context.syntax import breaks_document, parses_clean_with
 from dg_lsp.context.windows import cursor_offset
 
 log = logging.getLogger(__name__)
@@ -353,9 +353,13 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops), nor, in C, C++ and
     C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`)."""
     suffix, truncated = judge_window(prefix, ctx)
+    clean_with = None
+    if document is not None and ctx.language != "python":
+        at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
+        clean_with = lambda candidate: parses_clean_with(document, at, to, candidate, ctx.language)  # noqa: E731
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                       prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix,
-                      whole_scope=scope_is_whole(prefix, suffix, ctx))
+                      whole_scope=scope_is_whole(prefix, suffix, ctx), clean_with=clean_with)
     if document is None or not gated:
         return gated
     if names:

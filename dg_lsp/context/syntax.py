@@ -64,6 +64,18 @@ def breaks_document(document: str, at: int, to: int, text: str, language: str | 
         return False
 
 
+def parses_clean_with(document: str, at: int, to: int, text: str, language: str | None) -> bool:
+    """Whether `document` with `text` over [`at`, `to`) (character offsets), read whole, has no ERROR or MISSING node.
+    False for a language without a grammar, or a text with no UTF-8 form."""
+    if get_parser(language) is None:
+        return False
+    try:
+        applied = (document[:at] + text + document[to:]).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: nothing known
+        return False
+    return not document_tree(applied, language).root_node.has_error
+
+
 def syntax_error_count(text: str, language: str | None) -> int:
     """Number of ERROR and MISSING nodes in ``text`` parsed as ``language`` (0 if unknown)."""
     parser = get_parser(language)

@@ -824,3 +824,22 @@ def test_a_call_whose_first_line_was_at_the_hole_must_get_its_bracket_back():
     assert _shown_at(source, "cpp", '  EXPECT_EQ(fmt::format("{}", 42L), "42");\n') == ""
     assert _shown_at(source, "cpp", "  EXPECT_EQ(fmt::detail::type_of(args),\n") \
         == "  EXPECT_EQ(fmt::detail::type_of(args),\n"
+
+
+def test_a_text_the_whole_file_reads_clean_with_is_shown_whole():
+    # a window cut inside a class: the field's line, read without the class, merged with the constructor below it
+    # into one broken scope, where `put;` added an error and its cut `put` did not; `put` leaves the file broken,
+    # `put;` leaves it clean, which is what the gate reads where the whole document parses with the text
+    members = "".join(f"        public int Value{i}(int x)\n        {{\n            return x + {i};\n        }}\n\n"
+                      for i in range(100))
+    source = ("namespace MediatR.Tests;\n\npublic class PipelineTests\n{\n"
+              "    public class ConcreteBehavior : IStreamPipelineBehavior<Ping, Pong>\n    {\n" + members
+              + "        private readonly Logger _out@@\n\n        public ConcreteBehavior(Logger output)\n        {\n"
+              "            _output = output;\n        }\n    }\n}\n")
+    prefix = source.split("@@")[0]
+    lines = prefix.split("\n")
+    ctx = extract_context(source.replace("@@", ""), "csharp", len(lines) - 1, len(lines[-1]))
+    assert ctx.prefix_truncated  # the class's header is not in the window
+    assert _shown_at(source, "csharp", "put;") == "put;"
+    # a text the file does not read clean with is judged by the windows
+    assert _shown_at(source, "csharp", "put; {") != "put; {"
