@@ -180,7 +180,7 @@ def _brackets(text: str, language: str | None):
     comments = LINE_COMMENTS.get(language, ANY_COMMENTS)
     regex = language in REGEX_LANGUAGES
     marks = _marks(comments, regex)
-    i, n = 0, len(text)
+    i = 0
     while True:
         m = marks.search(text, i)
         if m is None:
