@@ -135,9 +135,11 @@ def lost_opener(prefix: str, suffix: str, language: str,
         return None  # not line-leading: only a `)` or `]` that meets a `{`, on a line below the hole's or a
         # whole-line hole's (the last line of a call whose first was at the hole: `EXPECT_EQ(` over `  args);`)
     indent = end - whole.rfind("\n", 0, end) - 1
-    # a lost block's body lies between the hole and its closer, indented deeper than the closer
+    # a lost block's body lies between the hole and its closer, indented deeper than the closer (its first line that
+    # is no preprocessor directive: `#if` sits at column 0 inside a function)
     lines = whole[len(prefix):end].split("\n")  # from the hole on; the first is the rest of its line, if it has text
-    body = next((line for line in lines[0 if prefix.endswith("\n") or not prefix else 1:] if line.strip()), "")
+    body = next((line for line in lines[0 if prefix.endswith("\n") or not prefix else 1:]
+                 if line.strip() and not _directive(line, language)), "")
     body_deeper = indent_width(body) > indent
     if meets is not None and meets[0] != PAIRS[closer]:
         # a `}` at the depth of the hole's line, over that body: the line heads the block, whose `{` must come back
@@ -159,6 +161,11 @@ def lost_opener(prefix: str, suffix: str, language: str,
     if closer == "}" and indent > meets[1]:
         return end, ("{", indent)
     return None
+
+
+def _directive(line: str, language: str) -> bool:
+    """Whether `line` is a C, C++ or C# preprocessor directive, which sits at column 0 inside a body."""
+    return language in ("c", "cpp", "csharp") and line.lstrip().startswith("#")
 
 
 def gives_back(text: str, at: int, opener: tuple[str, int | None], language: str) -> bool:

@@ -843,3 +843,20 @@ def test_a_text_the_whole_file_reads_clean_with_is_shown_whole():
     assert _shown_at(source, "csharp", "put;") == "put;"
     # a text the file does not read clean with is judged by the windows
     assert _shown_at(source, "csharp", "put; {") != "put; {"
+
+
+def test_a_lost_function_header_is_seen_past_a_directive_at_column_0():
+    # the hole was `TEST(assert_test, fail) {`: the body's first line is a `#if` at column 0, the code under it
+    # indented (`brackets.lost_opener` reads the body's first line that is no directive)
+    source = ('#include "fmt/base.h"\n'
+              '#include "gtest/gtest.h"\n'
+              '\n'
+              '@@'
+              '#if GTEST_HAS_DEATH_TEST\n'
+              '  EXPECT_DEBUG_DEATH(FMT_ASSERT(false, "don\'t panic!"), "don\'t panic!");\n'
+              '#else\n'
+              '  fmt::print("warning: death tests are not supported\\n");\n'
+              '#endif\n'
+              '}\n')
+    assert _shown_at(source, "cpp", '#include "gtest/gtest.h"\n') == ""
+    assert _shown_at(source, "cpp", "TEST(assert_test, fail) {\n") == "TEST(assert_test, fail) {\n"
