@@ -172,11 +172,11 @@ _BLOCK_HOLDERS = frozenset({"program", "translation_unit", "compilation_unit", "
 
 def leaves_a_bare_block(prefix: str, text: str, suffix: str, language: str) -> bool:
     """Whether the line `text` ends (with the rest of it after the text) is followed by a `{` alone on its line, at
-    that line's indentation, that parses as a block standing alone with the text, or in an ERROR that starts on or
-    after the text's line: the line heads that block in the GNU and Allman styles (`public class Ping`, `var c = new
-    Container(cfg =>`), and a text that heads none there (`using System.Threading;`, a statement) leaves the
-    block's lines a bare block, or no code at all, which the window's error count misses: the file was as broken
-    without it. Not in Go, where a `{` alone on its line is a bare block."""
+    that line's indentation, that parses as a block standing alone with the text: the line heads that block in the
+    GNU and Allman styles (`public class Ping`, `var c = new Container(cfg =>`), and a text that heads none there
+    (`using System.Threading;`, a statement) leaves the block's lines a bare block, which the window's error count
+    misses: the file was as broken without it. (Where the parse puts that `{` in an ERROR, nothing is read: a window
+    cut inside a class does so for right answers too.) Not in Go, where a `{` alone on its line is a bare block."""
     whole = prefix + text + suffix
     start, end = len(prefix), len(prefix) + len(text.rstrip())
     line_end = whole.find("\n", end)

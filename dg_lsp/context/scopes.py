@@ -157,7 +157,8 @@ def find_scopes(
     last_line = max(top, bottom - 1)
     scopes = [_describe(node, language, top, end[0], last_line) for node in nodes]
     if has_error and language != "python":
-        scopes = [_closed_by_indentation(doc, scope, node, top, end[0], language) for scope, node in zip(scopes, nodes)]
+        scopes = [_closed_by_indentation(doc, scope, node, top, end[0], language)
+                  for scope, node in zip(scopes, nodes)]
     return scopes
 
 
