@@ -127,10 +127,15 @@ def test_complete_accepts_every_position_inside_the_file(tmp_path):
     crlf.write_bytes(b"def add(a, b):\r\n    return \r\n")
     cr = tmp_path / "cr.py"
     cr.write_bytes(b"x = 1\ry = \n")
-    for loc in (f"{src}:2:12", f"{src}:3:1", f"{src}:1:1", f"{crlf}:2:12", f"{cr}:2:5"):
-        out = _dg("complete", loc, "--json", "--model", tiny_model_path(), "--device", "cpu", "--max-steps", "1")
-        assert out.returncode == 0, (loc, out.stderr)
-        assert "text" in json.loads(out.stdout)
+    model = tiny_model_path()
+    runs = {loc: subprocess.Popen([sys.executable, "-m", "dg_lsp", "complete", loc, "--json", "--model", model,
+                                   "--device", "cpu", "--max-steps", "1"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for loc in (f"{src}:2:12", f"{src}:3:1", f"{src}:1:1", f"{crlf}:2:12", f"{cr}:2:5")}  # side by side
+    for loc, run in runs.items():
+        stdout, stderr = run.communicate(timeout=180)
+        assert run.returncode == 0, (loc, stderr)
+        assert "text" in json.loads(stdout)
     assert "columns 1-12" in _one_line_error(_dg("complete", f"{crlf}:2:13", "--model", tiny_model_path()))
 
 
