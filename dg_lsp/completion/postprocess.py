@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import re
 
-from dg_lsp.completion.brackets import PAIRS, open_brackets
+from dg_lsp.completion.brackets import PAIRS, ends_in_literal, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.preprocessor import unbalances_conditionals
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
-from dg_lsp.context.syntax import breaks_document, parses_clean_with
+from dg_lsp.context.syntax import breaks_document, literal_end_after, parses_clean_with
 from dg_lsp.context.windows import cursor_offset
 
 log = logging.getLogger(__name__)
@@ -343,6 +343,23 @@ def finish_suggestion(raw: str, candidates: list[tuple[str, float]], prefix: str
     return gated
 
 
+def _window_after_a_literal(document: str, at: int, prefix: str, language: str | None) -> str:
+    """`prefix` (the text before offset `at` of `document`) from the line after the construct (a call, a statement,
+    a function) that holds the string or comment its first character lies inside, where the bracket scan reads its
+    end as inside a literal and the whole document's parse does not: a window that starts inside a long raw string
+    reads itself inside out, and the gate's structure rules stand down. Else `prefix`."""
+    start = at - len(prefix)
+    if start <= 0 or document[start:at] != prefix or not ends_in_literal(prefix, language):
+        return prefix
+    end = literal_end_after(document, start, language, before=at)
+    if end is None or end >= at or literal_end_after(document, at, language) is not None:
+        return prefix
+    line = document.find("\n", end, at)
+    if line < 0 or document[end:line].strip(" \t;,"):
+        return prefix  # the construct ends inside a line (the hole is in the call the literal is an argument of)
+    return prefix[line + 1 - start:]
+
+
 def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, names: bool = True) -> str:
     """The syntax gate (`gate.clean_cut`) on a shaped suggestion, in the gate's windows of the request `ctx`: its own
     window after the hole (`gate_windows.judge_window`, the model's and more) and the enclosing scope's lines. With
@@ -352,11 +369,12 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     (`syntax.breaks_document`), nor one with a `break` or `continue` that nothing in its function takes
     (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops), nor, in C, C++ and
     C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`)."""
-    suffix, truncated = judge_window(prefix, ctx)
     clean_with = None
     if document is not None and ctx.language != "python":
         at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
         clean_with = lambda candidate: parses_clean_with(document, at, to, candidate, ctx.language)  # noqa: E731
+        prefix = _window_after_a_literal(document, at, prefix, ctx.language)
+    suffix, truncated = judge_window(prefix, ctx)
     gated = clean_cut(text, prefix, suffix, ctx.language, scope_window(prefix, suffix, ctx), truncated,
                       prefix_truncated=ctx.prefix_truncated or prefix != ctx.prefix,
                       whole_scope=scope_is_whole(prefix, suffix, ctx), clean_with=clean_with)

@@ -64,6 +64,37 @@ def breaks_document(document: str, at: int, to: int, text: str, language: str | 
         return False
 
 
+# node types that hold a literal's or a comment's text (tree-sitter's names across the grammars)
+_LITERAL_ENDINGS = ("string", "string_literal", "comment", "text_block", "heredoc", "nowdoc", "template_string")
+
+
+def literal_end_after(document: str, at: int, language: str | None, before: int | None = None) -> int | None:
+    """Where the string, template or comment that character offset `at` of `document` lies inside ends (a character
+    offset), read on the whole document's parse; with `before`, where the largest construct around that literal that
+    ends at or before offset `before` ends (the call, the statement or the function it is in). None where `at` is in
+    no literal, or the language has no grammar. A window that starts inside a long raw string (Go's `` ` ``, a
+    JavaScript template, a C# verbatim string) reads the rest of itself inside out: the literal's end as an
+    opening."""
+    if get_parser(language) is None:
+        return None
+    try:
+        data = document.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    byte = len(document[:at].encode("utf-8"))
+    node = document_tree(data, language).root_node.descendant_for_byte_range(byte, byte)
+    while node is not None and not (node.type.endswith(_LITERAL_ENDINGS) and node.type != "system_lib_string"
+                                    and node.start_byte < byte < node.end_byte):
+        node = node.parent
+    if node is None:
+        return None
+    if before is not None:
+        limit = len(document[:before].encode("utf-8"))
+        while node.parent is not None and node.parent.parent is not None and node.parent.end_byte <= limit:
+            node = node.parent
+    return len(data[:node.end_byte].decode("utf-8", "replace"))
+
+
 def parses_clean_with(document: str, at: int, to: int, text: str, language: str | None) -> bool:
     """Whether `document` with `text` over [`at`, `to`) (character offsets), read whole, has no ERROR or MISSING node.
     False for a language without a grammar, or a text with no UTF-8 form."""

@@ -860,3 +860,23 @@ def test_a_lost_function_header_is_seen_past_a_directive_at_column_0():
               '}\n')
     assert _shown_at(source, "cpp", '#include "gtest/gtest.h"\n') == ""
     assert _shown_at(source, "cpp", "TEST(assert_test, fail) {\n") == "TEST(assert_test, fail) {\n"
+
+
+def test_a_window_that_starts_inside_a_raw_string_is_read_from_the_code_after_it():
+    # cobra's completion scripts: the window starts inside a long Go raw string, so the bracket scan read the
+    # string's closing backtick as an opening and the hole as inside a string, and the structure rules stood down;
+    # read from the line after the declaration that holds the string (`postprocess._window_after_a_literal`, the
+    # whole document's parse), a comment where the function's header was is refused (its `{` is lost)
+    body = "".join(f"__complete_{i}() {{\n    local cur prev words cword\n"
+                   f"    _get_comp_words_by_ref -n \"=:\" cur prev\n}}\n" for i in range(60))
+    source = ("package cobra\n\nimport \"io\"\n\nvar script = `\n" + body + "`\n\n"
+              "// GenScript writes the script.\n@@\treturn write(w, script)\n}\n")
+    prefix = source.split("@@")[0]
+    document = source.replace("@@", "")
+    ctx = extract_context(document, "go", prefix.count("\n"), 0)
+    assert ctx.prefix_truncated  # the server's window: the prompt's prefix, which starts inside the string
+
+    def shown(text: str) -> str:
+        return finish_suggestion(text, [], ctx.prefix, ctx, selection=False, max_lines=8, document=document)
+    assert shown("// Copyright 2013-2023 The Cobra Authors\n") == ""
+    assert shown("func GenScript(w io.Writer) error {\n") == "func GenScript(w io.Writer) error {\n"
