@@ -220,23 +220,28 @@ def _indentation(text: str) -> str:
 def _leaves_a_block_open(scope: tuple[str, str], prefix: str, text: str, suffix: str, language: str) -> bool:
     """Whether `text`, heading lines already below it (indented deeper: a block's body, whose `}` is there too),
     leaves a block open to the end of the whole scope `scope`, whose last line is the `}` at its first line's
-    indentation: tree-sitter misses a `}` on that last line or after it, where without the text it did not (a
-    second `{` on the header's line, `gth) {{`, that nothing below closes). Counted in errors, the text trades the
-    hole's open `(` for the scope's missing `}`, one error for one. A scope whose last line is not its header's `}`
-    may end short (tree-sitter's recovery ends it at the hole): it proves nothing."""
+    indentation, or that `}` closing nothing: tree-sitter misses a `}` on that last line or after it, or reads an
+    ERROR there, where without the text it did not (a second `{` on the header's line, `gth) {{`, that nothing below
+    closes), or closes the scope's own `{` (`}{` where a loop's header was, which ends the function early). Counted
+    in errors, the text trades the hole's error for one at the scope's end, one for one. A scope whose last line is
+    not its header's `}` may end short (tree-sitter's recovery ends it at the hole): it proves nothing."""
     p, s = scope
     lines = s.rstrip().split("\n")
     last = lines[-1]
-    if len(lines) < 2 or not last.lstrip().startswith("}") or _indentation(last) != _indentation(p) \
-            or not heads_deeper_lines(prefix, text, suffix):
+    if len(lines) < 2 or not last.lstrip().startswith("}") or _indentation(last) != _indentation(p):
+        return False
+    opened = [at for bracket, at, _ in open_spans(p, language) if bracket == "{"]
+    if opened and opened[0] not in (at for _, at, _ in open_spans(p + text, language)):
+        return True  # the text closes the scope's own `{`, whose `}` is the scope's last line
+    if not heads_deeper_lines(prefix, text, suffix):
         return False
 
-    def missing_at_the_end(region: str, before_last: int) -> bool:
+    def at_the_end(region: str, before_last: int) -> set[str]:
         at = len(region[:before_last].encode("utf-8"))
-        return any(kind == "}" and start >= at for kind, start, _ in error_spans(region, language))
+        return {kind for kind, start, _ in error_spans(region, language) if kind in ("}", "ERROR") and start >= at}
 
     end = len(s.rstrip()) - len(last)  # the last line's start in `s`
-    return missing_at_the_end(p + text + s, len(p + text) + end) and not missing_at_the_end(p + s, len(p) + end)
+    return bool(at_the_end(p + text + s, len(p + text) + end) - at_the_end(p + s, len(p) + end))
 
 
 def _completes(scope: tuple[str, str], text: str, language: str) -> bool:

@@ -880,3 +880,23 @@ def test_a_window_that_starts_inside_a_raw_string_is_read_from_the_code_after_it
         return finish_suggestion(text, [], ctx.prefix, ctx, selection=False, max_lines=8, document=document)
     assert shown("// Copyright 2013-2023 The Cobra Authors\n") == ""
     assert shown("func GenScript(w io.Writer) error {\n") == "func GenScript(w io.Writer) error {\n"
+
+
+def test_a_text_that_closes_its_whole_scope_early_is_not_shown():
+    # google/uuid: `\t}{` where the loop's header was closes the function's `{`, and the stray `}` it leaves at the
+    # function's end reads as the one the hole left without it (`gate._leaves_a_block_open`)
+    source = ("package uuid\n\n"
+              "func BenchmarkUnmarshalJSON(b *testing.B) {\n"
+              "\tjs := []byte(`{\"uuid\":\"f47ac10b\"}`)\n"
+              "\tvar x *struct {\n"
+              "\t\tUUID UUID `json:\"uuid\"`\n"
+              "\t}\n"
+              "@@"
+              "\t\terr := json.Unmarshal(js, &x)\n"
+              "\t\tif err != nil {\n"
+              "\t\t\tb.Fatalf(\"marshal json: %#v (%v)\", js, err)\n"
+              "\t\t}\n"
+              "\t}\n"
+              "}\n")
+    assert _shown_at(source, "go", "\t}{\n") == ""
+    assert _shown_at(source, "go", "\tfor i := 0; i < b.N; i++ {\n") == "\tfor i := 0; i < b.N; i++ {\n"
