@@ -45,6 +45,7 @@ import re
 from dg_lsp.completion.brackets import PAIRS, misaligned_closers, open_counts, open_spans
 from dg_lsp.completion.gate_structure import heads_deeper_lines, structure_judge
 from dg_lsp.context import get_parser, introduces_syntax_errors
+from dg_lsp.context.document import leading_whitespace
 from dg_lsp.context.python_syntax import (python_compiles, python_fixes, python_judges_hole, python_leaves_error,
                                           python_mends, python_misindents, python_opens_empty_block,
                                           python_region_around)
@@ -213,10 +214,6 @@ def _judge(prefix: str, suffix: str, language: str, scope: tuple[str, str] | Non
     return breaks
 
 
-def _indentation(text: str) -> str:
-    return text[:len(text) - len(text.lstrip(" \t"))]
-
-
 def _leaves_a_block_open(scope: tuple[str, str], prefix: str, text: str, suffix: str, language: str) -> bool:
     """Whether `text`, heading lines already below it (indented deeper: a block's body, whose `}` is there too),
     leaves a block open to the end of the whole scope `scope`, whose last line is the `}` at its first line's
@@ -228,7 +225,7 @@ def _leaves_a_block_open(scope: tuple[str, str], prefix: str, text: str, suffix:
     p, s = scope
     lines = s.rstrip().split("\n")
     last = lines[-1]
-    if len(lines) < 2 or not last.lstrip().startswith("}") or _indentation(last) != _indentation(p):
+    if len(lines) < 2 or not last.lstrip().startswith("}") or leading_whitespace(last) != leading_whitespace(p):
         return False
     opened = [at for bracket, at, _ in open_spans(p, language) if bracket == "{"]
     if opened and opened[0] not in (at for _, at, _ in open_spans(p + text, language)):

@@ -38,6 +38,7 @@ import re
 from dg_lsp.completion.brackets import (ends_in_literal, gives_back, indent_width, lost_opener, misaligned_closers,
                                         open_spans)
 from dg_lsp.context.bindings import early_errors
+from dg_lsp.context.document import leading_whitespace
 from dg_lsp.context.syntax import error_spans, parsed
 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
@@ -186,10 +187,9 @@ def leaves_a_bare_block(prefix: str, text: str, suffix: str, language: str) -> b
     if below is None or below.group() != "{":
         return False
     below_end = whole.find("\n", below.start())
-    line_start = whole.rfind("\n", 0, end) + 1
     if whole[below.start() + 1:below_end if below_end >= 0 else len(whole)].strip() \
             or whole[whole.rfind("\n", 0, below.start()) + 1:below.start()] != \
-            whole[line_start:line_start + len(whole[line_start:]) - len(whole[line_start:].lstrip(" \t"))]:
+            leading_whitespace(whole[whole.rfind("\n", 0, end) + 1:line_end]):
         return False  # code after the `{` on its line, or the `{` at another indentation than the text's line
     at = len(whole[:below.start()].encode("utf-8"))
     node = parsed(whole, language).root_node.descendant_for_byte_range(at, at + 1)
