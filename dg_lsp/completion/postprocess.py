@@ -383,8 +383,7 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     if names:
         gated = without_unbound(gated, document, ctx.start, ctx.end, ctx.language,
                                 lambda kept: gate_suggestion(kept, prefix, ctx) == kept)
-    if gated and ctx.language != "python":
-        at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
+    if gated and ctx.language != "python":  # `at`, `to`: the hole's offsets, read above
         if breaks_document(document, at, to, gated, ctx.language):
             log.info("suggestion not shown: the file would no longer parse (%d chars)", len(gated))
             return ""
