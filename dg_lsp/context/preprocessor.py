@@ -14,8 +14,7 @@ import re
 
 _LANGUAGES = frozenset({"c", "cpp", "csharp"})
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*([a-z]+)", re.MULTILINE)
-_OPENS = {"if": "if", "ifdef": "if", "ifndef": "if", "region": "region"}
-_CLOSES = {"endif": "if", "endregion": "region"}
+_IFS = frozenset({"if", "ifdef", "ifndef"})
 _BRANCHES = frozenset({"elif", "elifdef", "elifndef", "else"})
 
 
@@ -28,23 +27,18 @@ def conditional_errors(text: str) -> int:
     errors = 0
     for match in _DIRECTIVE.finditer(text):
         word = match.group(1)
-        if word in _OPENS:
-            if _OPENS[word] == "if":
-                ifs.append(False)
-            else:
-                regions += 1
-        elif word in _CLOSES:
-            if _CLOSES[word] == "if" and ifs:
-                ifs.pop()
-            elif _CLOSES[word] == "region" and regions:
-                regions -= 1
-            else:
-                errors += 1
-        elif word in _BRANCHES:
-            if not ifs or ifs[-1]:
-                errors += 1
-            elif word == "else":
-                ifs[-1] = True
+        if word in _IFS:
+            ifs.append(False)
+        elif word == "region":
+            regions += 1
+        elif word == "endif" and ifs:
+            ifs.pop()
+        elif word == "endregion" and regions:
+            regions -= 1
+        elif word in ("endif", "endregion") or (word in _BRANCHES and (not ifs or ifs[-1])):
+            errors += 1
+        elif word == "else":
+            ifs[-1] = True
     return errors + len(ifs) + regions
 
 
