@@ -65,7 +65,11 @@ def parse_args(argv: list[str] | None) -> tuple[TrainOptions, set[str]]:
     parser = argparse.ArgumentParser(prog="python -m dg_lsp.train", description=__doc__)
     for f in fields(TrainOptions):
         flag = "--" + f.name.replace("_", "-")
-        if f.type == "bool" or isinstance(f.default, bool):
+        if f.name.startswith("no_"):
+            # a switch that is itself a negation (`--no-stdlib`): argparse's BooleanOptionalAction reads any flag
+            # that starts with `--no-` as False, so `--no-stdlib` read the standard library after all
+            parser.add_argument(flag, action="store_true", default=None)
+        elif f.type == "bool" or isinstance(f.default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
         elif f.name == "extra_dirs":
             parser.add_argument("extra_dirs", nargs="*", default=None, help="extra source directories")

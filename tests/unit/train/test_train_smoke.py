@@ -81,6 +81,10 @@ def test_train_resume_export_load(tmp_path: Path, corpus: Path, capsys) -> None:
     first = json.loads(capsys.readouterr().out)
     assert first["step"] == 3 and (run / "ckpt.pt").is_file()
     assert first["diff_tokens"] > 0 and first["ar_tokens"] > 0
+    # `--no-stdlib` reads the corpus alone (argparse once read every `--no-` flag as False, and the standard library
+    # was read after all)
+    read = json.loads((run / "files.json").read_text())
+    assert sorted(Path(path).name for path in read["train"]) == sorted(SOURCES) and read["heldout"] == []
 
     assert main(["--out", str(run), "--resume", "--steps", "5", "--export", str(export), *TINY]) == 0
     second = json.loads(capsys.readouterr().out)
