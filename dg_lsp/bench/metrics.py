@@ -8,7 +8,10 @@ Definitions:
 - syntax valid: the file with the completion applied has no more tree-sitter ERROR/MISSING
   nodes than the original file (None when no grammar exists for the language); for Python,
   also compiles when the original does (tree-sitter-python accepts an empty block, so a
-  deleted function body would otherwise count as valid). Compiling does not run the code;
+  deleted function body would otherwise count as valid). Compiling does not run the code; for Ruby,
+  where a `ruby` is on PATH and `ruby -c` accepts the original, `ruby -c` alone judges (tree-sitter-ruby
+  reads a stray `end` as a name; the gate's error count also counts `end`s at the wrong column, which Ruby
+  takes: `context/ruby_blocks.py`);
 - show rate: the share of requests that got a suggestion (a non-empty text, no error);
 - shown syntax-clean: among the shown suggestions, the share that is syntax valid (the file as
   the editor holds it after accepting it). A syntax gate trades the first for the second.
@@ -17,7 +20,10 @@ Definitions:
 from __future__ import annotations
 
 import ast
+import functools
 import math
+import shutil
+import subprocess
 from collections.abc import Sequence
 
 from dg_lsp.context.languages import get_parser
@@ -61,6 +67,21 @@ def edit_similarity(pred: str, truth: str) -> float:
     return 1.0 - distance / longest
 
 
+@functools.lru_cache(maxsize=256)
+def ruby_checks(text: str) -> bool | None:
+    """Whether `ruby -c` (a syntax check, nothing run) accepts `text`; None without a `ruby` on PATH, or if it
+    does not answer within 30 s."""
+    ruby = shutil.which("ruby")
+    if ruby is None:
+        return None
+    try:
+        done = subprocess.run([ruby, "-c", "-"], input=text.encode("utf-8", "surrogatepass"), capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.returncode == 0
+
+
 def python_compiles(text: str) -> bool:
     try:
         compile(text, "<completion>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -72,6 +93,8 @@ def python_compiles(text: str) -> bool:
 def syntax_valid(original: str, edited: str, language: str) -> bool | None:
     if get_parser(language) is None:
         return None
+    if language == "ruby" and ruby_checks(original) is True:
+        return ruby_checks(edited) is not False  # Ruby's own reading, not the gate's error count
     if syntax_error_count(edited, language) > syntax_error_count(original, language):
         return False
     if language == "python" and python_compiles(original):

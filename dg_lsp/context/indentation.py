@@ -4,7 +4,8 @@ A line with code keeps its own leading whitespace. A whitespace-only line keeps
 the whitespace the editor already put there (its auto-indent is the block's
 expected indentation, and the completion's first line continues from it). An
 empty line gets the indentation the block expects, judged from the nearest
-code line above: one level deeper after an opener (`:`, `{`, `(`, `[`), one
+code line above: one level deeper after an opener (`:`, `{`, `(`, `[`; in Ruby
+also a block's header or clause, `def x`, `items.each do |i|`, `else`), one
 level shallower after a Python `return`/`pass`/`raise`/`break`/`continue`,
 else the same. After a blank gap, though, an empty line lines up with the code
 below it (two blank lines before a top-level `def` are top level), unless that
@@ -17,6 +18,8 @@ import re
 from collections import Counter
 
 from dg_lsp.context.document import DocumentLines, leading_whitespace
+from dg_lsp.context.ruby_blocks import CLAUSE, code_of
+from dg_lsp.context.ruby_blocks import opens_block as ruby_opens_block
 from dg_lsp.context.scopes import comment_starts
 
 _OPENERS = (":", "{", "(", "[")
@@ -41,7 +44,7 @@ def cursor_indent(doc: DocumentLines, line: int, language: str | None) -> str:
     above_text = doc.content(above)
     base = leading_whitespace(above_text)
     code = _strip_trailing_comment(above_text, language).rstrip()
-    if code.endswith(_OPENERS):
+    if code.endswith(_OPENERS) or language == "ruby" and _ruby_opens(code):
         return base + indent_unit(doc, line, language)
     if language == "python" and _PYTHON_BLOCK_ENDERS.match(code.lstrip()):
         return _dedent(base, indent_unit(doc, line, language))
@@ -54,7 +57,12 @@ def opens_block(doc: DocumentLines, line: int, language: str | None) -> bool:
     if above is None:
         return False
     code = _strip_trailing_comment(doc.content(above), language).rstrip()
-    return code.endswith(_OPENERS)
+    return code.endswith(_OPENERS) or language == "ruby" and _ruby_opens(code)
+
+
+def _ruby_opens(code: str) -> bool:
+    """A Ruby line (its comment dropped) that heads a block: a header (`def`, `class`, `if` ...), a `do`, a clause."""
+    return ruby_opens_block(code) or bool(CLAUSE.match(code.strip()))
 
 
 def indent_unit(doc: DocumentLines, line: int, language: str | None) -> str:
@@ -92,7 +100,9 @@ def _dedent(indent: str, unit: str) -> str:
 
 
 def _strip_trailing_comment(text: str, language: str | None) -> str:
-    """Drop an end-of-line comment (roughly: string contents are not tracked)."""
+    """Drop an end-of-line comment (roughly: string contents are not tracked, but in Ruby's `code_of`)."""
+    if language == "ruby":
+        return code_of(text)
     marker = "#" if language == "python" else "//"
     position = text.find(marker)
     return text if position < 0 else text[:position]

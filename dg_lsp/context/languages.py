@@ -1,6 +1,6 @@
 """Map LSP language ids and file paths to tree-sitter grammars and parsers.
 
-Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php.
+Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php, ruby.
 Grammars come from the official ``tree-sitter-<lang>`` wheels; languages and
 parsers are built once and cached.
 """
@@ -33,6 +33,7 @@ LANGUAGE_IDS: dict[str, str] = {
     "cs": "csharp",  # Neovim's filetype
     "c#": "csharp",
     "php": "php",
+    "ruby": "ruby",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -59,6 +60,10 @@ EXTENSIONS: dict[str, str] = {
     ".hxx": "cpp",
     ".cs": "csharp",
     ".php": "php",
+    ".rb": "ruby",
+    ".rake": "ruby",
+    ".gemspec": "ruby",
+    ".ru": "ruby",
 }
 
 # canonical name -> (module, function returning the grammar capsule)
@@ -76,6 +81,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     # PHP alone, not its HTML-embedding grammar: a window cut below `<?php` is still read as code (a template's
     # HTML reads as errors, which the checks count before and after a text alike)
     "php": ("tree_sitter_php", "language_php_only"),
+    "ruby": ("tree_sitter_ruby", "language"),
 }
 
 LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)

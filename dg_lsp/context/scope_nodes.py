@@ -93,6 +93,13 @@ SCOPE_KINDS: dict[str, dict[str, str]] = {
         "trait_declaration": "trait",
         "enum_declaration": "enum",
     },
+    "ruby": {
+        "method": "function",  # a method where a class or module holds it (`_METHOD_CONTAINERS`)
+        "singleton_method": "method",
+        "class": "class",
+        "singleton_class": "class",
+        "module": "module",
+    },
 }
 
 # Containers whose function children are methods, per language, and the wrapper
@@ -104,6 +111,7 @@ _METHOD_CONTAINERS = {
         {"class_specifier", "struct_specifier"},
         {"field_declaration_list", "template_declaration"},
     ),
+    "ruby": ({"class", "module", "singleton_class"}, {"body_statement"}),
 }
 
 # Parents that give an anonymous JS/TS function its name: parent type -> field.
@@ -178,11 +186,11 @@ def scope_start(node: Node, language: str) -> Node:
 
 
 def is_closed(node: Node) -> bool:
-    """True when the node ends with a real (not MISSING) closing brace."""
+    """True when the node ends with a real (not MISSING) closing brace, or Ruby's `end`."""
     last = node
     while last.child_count:
         last = last.children[-1]
-    return last.type == "}" and not last.is_missing
+    return last.type in ("}", "end") and not last.is_missing
 
 
 def is_comment(node: Node) -> bool:

@@ -46,12 +46,16 @@ REACH_BELOW = MAX_LINES_BELOW + RETRY_LINES
 _CLOSERS = tuple(")]}")
 _REPAIR_SEPARATORS = ("", ";")
 _LABEL = re.compile(r"^[A-Za-z_]\w*\s*:\s*(//.*|/\*.*)?$")
+# Ruby's lines that close or continue a block, as `}` does in the brace languages
+_RUBY_CLOSER = re.compile(r"(end|else|elsif|when|in|rescue|ensure)\b(?![?!:])")
+_RUBY_END = re.compile(r"end\b(?![?!:])")
 _COMMENT_STARTS = {
     "python": ("#",),
     "c": ("//", "/*", "*", "#"),
     "cpp": ("//", "/*", "*", "#"),
     "csharp": ("//", "/*", "*", "#"),  # `#if` / `#region` at column 0 sit inside classes
     "php": ("//", "/*", "*", "#"),  # `#` comments, `#[Attribute]` lines
+    "ruby": ("#", "=begin", "=end"),
 }
 _C_COMMENT_STARTS = ("//", "/*", "*")
 
@@ -74,6 +78,8 @@ def is_top_level_start(text: str, language: str) -> bool:
         return False
     if is_comment_line(text, language):
         return False
+    if language == "ruby":
+        return not _RUBY_CLOSER.match(text)
     return not (language != "python" and _LABEL.match(text))
 
 
@@ -168,7 +174,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
     indentation gives it, where the code around the hole is broken: tree-sitter's recovery from an unfinished line
     (`assert.deepEqual(document.positio`) can run a function on to the region's end, or end it at the hole
     (`export function create(func: `). The first code line below the hole's that is indented no deeper than the
-    scope's header must start with a `}` at exactly the header's indentation (comments skipped); where it does not
+    scope's header must start with a `}` (Ruby: `end`) at exactly the header's indentation (comments skipped); where it does not
     (a template literal or a label at column 0), the parse's end stands, as it does where the scope's first line
     and its name's line are indented differently (a PHP attribute at column 0 that the parse gave to a method of
     the class whose header line is the hole)."""
@@ -184,7 +190,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
         lead = text[: len(text) - len(code)]
         if len(lead.expandtabs(8)) > len(header.expandtabs(8)) and lead.startswith(header):
             continue
-        if lead == header and code.startswith("}"):
+        if lead == header and (code.startswith("}") or language == "ruby" and _RUBY_END.match(code)):
             return Scope(scope.kind, scope.name, scope.start_line, row)
         return scope
     return scope

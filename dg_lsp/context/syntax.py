@@ -13,6 +13,7 @@ import re
 from tree_sitter import Node
 
 from dg_lsp.context.languages import get_parser
+from dg_lsp.context.ruby_blocks import end_faults
 
 
 # PHP: a method's or class constant's modifiers at a line's start: a window or scope cut below its class's `{` reads
@@ -57,9 +58,10 @@ def breaks_document(document: str, at: int, to: int, text: str, language: str | 
         return False
     try:
         applied = (document[:at] + text + document[to:]).encode("utf-8")
-        if not document_tree(applied, language).root_node.has_error:
+        if _clean(document_tree(applied, language).root_node, language, applied):
             return False
-        return not document_tree(document.encode("utf-8"), language).root_node.has_error
+        data = document.encode("utf-8")
+        return _clean(document_tree(data, language).root_node, language, data)
     except UnicodeEncodeError:  # a lone surrogate: nothing known
         return False
 
@@ -104,7 +106,7 @@ def parses_clean_with(document: str, at: int, to: int, text: str, language: str 
         applied = (document[:at] + text + document[to:]).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: nothing known
         return False
-    return not document_tree(applied, language).root_node.has_error
+    return _clean(document_tree(applied, language).root_node, language, applied)
 
 
 def syntax_error_count(text: str, language: str | None) -> int:
@@ -112,7 +114,7 @@ def syntax_error_count(text: str, language: str | None) -> int:
     parser = get_parser(language)
     if parser is None:
         return 0
-    return _count_errors(parsed(text, language).root_node)
+    return len(_error_spans(parsed(text, language).root_node, language, text))
 
 
 def introduces_syntax_errors(before: str, after: str, language: str | None) -> bool:
@@ -146,11 +148,21 @@ def opens_unclosed_literal(root: Node, start: int, end: int) -> bool:
     return False
 
 
-def _error_spans(root: Node) -> list[tuple[str, int, int]]:
+def _clean(root: Node, language: str, data: bytes) -> bool:
+    """No ERROR or MISSING node in `root` (a parse of `data`), nor, in Ruby, an `end` that closes the wrong block
+    (`ruby_blocks.end_faults`)."""
+    return not root.has_error and not (language == "ruby" and end_faults(root, data))
+
+
+def _error_spans(root: Node, language: str | None = None, text: str | bytes = b"") -> list[tuple[str, int, int]]:
     """(type, start byte, end byte) of every ERROR and MISSING node. A hidden MISSING node (python's
     `_newline` between two statements on one line) is not among any node's children: a node flagged
-    `has_error` with no flagged child stands for it, with the node's own span."""
+    `has_error` with no flagged child stands for it, with the node's own span. In Ruby, with the parse's `text`,
+    also each `end` that closes the wrong block (`ruby_blocks.end_faults`: tree-sitter reads a stray one as a
+    name)."""
     spans = []
+    if language == "ruby":
+        spans = end_faults(root, text.encode("utf-8") if isinstance(text, str) else text)
     if not root.has_error:
         return spans
     stack = [root]
@@ -194,7 +206,7 @@ def new_errors(before: list[tuple[str, int, int]], after: list[tuple[str, int, i
 def error_spans(text: str, language: str | None) -> list[tuple[str, int, int]]:
     """(type, start byte, end byte) of the ERROR and MISSING nodes of ``text`` ([] if the language is unknown)."""
     parser = get_parser(language)
-    return [] if parser is None else _error_spans(parsed(text, language).root_node)
+    return [] if parser is None else _error_spans(parsed(text, language).root_node, language, text)
 
 
 def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str | None,
@@ -209,7 +221,7 @@ def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str |
     if before is None:
         before = error_spans(prefix + suffix, language)
     root = parsed(prefix + text + suffix, language).root_node
-    after = _error_spans(root)
+    after = _error_spans(root, language, prefix + text + suffix)
     start = len(prefix.encode("utf-8"))
     inserted = len(text.encode("utf-8"))
     if len(after) >= len(before) and new_errors(before, after, start, inserted):
@@ -227,7 +239,7 @@ def insertion_lands_clean(prefix: str, text: str, suffix: str, language: str | N
     root = parsed(prefix + text + suffix, language).root_node
     start = len(prefix.encode("utf-8"))
     end = start + len(text.encode("utf-8"))
-    if any(s < end and e > start or start <= s == e <= end for _, s, e in _error_spans(root)):
+    if any(s < end and e > start or start <= s == e <= end for _, s, e in _error_spans(root, language, prefix + text + suffix)):
         return False
     return not opens_unclosed_literal(root, start, end)
 
@@ -255,6 +267,3 @@ def clean_region_around(prefix: str, suffix: str, language: str, sizes: tuple[in
             return (p, s), spans
     return None
 
-
-def _count_errors(root: Node) -> int:
-    return len(_error_spans(root))

@@ -73,6 +73,9 @@ CASES = {
     # PHP: a `break` outside any loop, which PHP's compiler refuses (a fatal error before the code runs)
     "php": ("mod.php", "<?php\nfunction f($xs) {\n    $total = $xs;\n    $total += 1;\n    return $total;\n}\n",
             "php", 3, "break;"),
+    # Ruby: an `end` that closes the method early, whose own `end` then closes nothing: tree-sitter-ruby reads that
+    # one as a name, with no error node
+    "ruby": ("mod.rb", "def f(xs)\n  total = xs\n  total += 1\n  total\nend\n", "ruby", 2, "end"),
     "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
              "python", 3, "total += self.missing"),
 }
@@ -84,7 +87,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
     dev-dependency is nowhere: checking its library does not need it), a name nothing binds, which pyflakes
     reports (and TypeScript's compiler, in JavaScript: `tsc-names`), an attribute the class does not have, which
-    mypy reports, and PHP's `break` outside a loop, which `php -l` refuses."""
+    mypy reports, PHP's `break` outside a loop, which `php -l` refuses, and Ruby's stray `end`, which `ruby -c`
+    refuses."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):

@@ -22,6 +22,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   holds;
 - `php`: `php -l` (PHP's own parser and its compile-time checks: a function or parameter declared twice, `break`
   outside a loop, `$this` reassigned, an abstract method with a body);
+- `ruby`: `ruby -c` (Ruby's own parser: an `end` that closes nothing, a block left open, a `def` inside a method
+  body's `if`, nothing run);
 - `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
   duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
@@ -50,7 +52,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "pyflakes", "mypy")
+CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "ruby", "pyflakes", "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -115,7 +117,7 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
-    if checker in ("javac", "go", "cargo", "php") and shutil.which(checker) is None:
+    if checker in ("javac", "go", "cargo", "php", "ruby") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
     if checker in ("pyflakes", "mypy") and importlib.util.find_spec(checker) is None:
         return f"{checker} is not installed: pip install 'dg-lsp[bench]'"
@@ -296,6 +298,13 @@ def _php_errors(text: str, folder: str) -> list[str]:
                                             if "error" in line.lower()] or ["error"]
 
 
+def _ruby_errors(text: str, folder: str) -> list[str]:
+    path = _write(folder, "check.rb", text)
+    done = subprocess.run(["ruby", "-c", path], capture_output=True, text=True, timeout=60)
+    return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
+                                            if "error" in line.lower()] or ["error"]
+
+
 def _added(before: list, after: list) -> list[str]:
     """What `after` holds more often than `before`, once each, sorted."""
     return [str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)]
@@ -343,6 +352,8 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _cargo_errors(text, folder, source, crates)
                 elif checker == "php":
                     known[text, source] = _php_errors(text, folder)
+                elif checker == "ruby":
+                    known[text, source] = _ruby_errors(text, folder)
                 else:
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]

@@ -63,14 +63,16 @@ def cycled(request, nvim, tmp_path_factory) -> dict:
 
 # a file of each language the server reads since session 46 (C#) and 47 (PHP), and the line the scripted answer
 # writes in its class; the cursor on the blank line 3 at column 4, in the class body
-OTHER_LANGUAGES = {"Area.cs": ("class Area\n{\n    \n}\n", "public int Width;"),
-                   "Area.php": ("<?php class Area\n{\n    \n}\n", "public int $width;")}
+# file name: (source, the line the engine answers at its third line, the end of the prefix it answers after)
+OTHER_LANGUAGES = {"Area.cs": ("class Area\n{\n    \n}\n", "public int Width;", "{\n    "),
+                   "Area.php": ("<?php class Area\n{\n    \n}\n", "public int $width;", "{\n    "),
+                   "area.rb": ("class Area\n  def width\n    \n  end\nend\n", "@width", "def width\n    ")}
 
 
 @pytest.fixture(scope="module", params=sorted(OTHER_LANGUAGES))
 def other_language(request, nvim, tmp_path_factory) -> dict:
-    source, line = OTHER_LANGUAGES[request.param]
-    result = _run(nvim, tmp_path_factory, "fallback", [("{\n    ", f"\n    {line}\n")], ["<Tab>"],
+    source, line, key = OTHER_LANGUAGES[request.param]
+    result = _run(nvim, tmp_path_factory, "fallback", [(key, f"\n    {line}\n")], ["<Tab>"],
                   name=request.param, source=source)
     return {**result, "source": source, "line": line}
 
@@ -119,9 +121,9 @@ def test_paused_automatic_suggestions_come_only_when_asked(paused):
     assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps
 
 
-def test_csharp_and_php_files_get_suggestions(other_language):
-    """Neovim's `cs` and `php` filetypes: the plugin attaches, the server reads the file as C# or PHP and shows the
-    line, Tab inserts it."""
+def test_csharp_php_and_ruby_files_get_suggestions(other_language):
+    """Neovim's `cs`, `php` and `ruby` filetypes: the plugin attaches, the server reads the file as C#, PHP or Ruby
+    and shows the line, Tab inserts it."""
     result = other_language
     assert result.get("error") is None and result["attached"], json.dumps(result, indent=1)
     assert result["first_ghost"] == result["line"], result

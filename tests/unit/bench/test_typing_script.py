@@ -11,6 +11,7 @@ from dg_lsp.bench.typing.replay import make_script
 
 
 @pytest.mark.parametrize("name,language", [("a.py", "python"), ("Program.cs", "csharp"), ("Client.php", "php"),
+                                           ("lint.rb", "ruby"),
                                            ("m.hpp", "cpp"), ("notes.txt", "plaintext")])
 def test_the_script_takes_the_files_language(tmp_path, name, language):
     path = tmp_path / name

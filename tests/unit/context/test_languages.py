@@ -38,6 +38,7 @@ from dg_lsp.context import (
         ("c#", "csharp"),
         ("php", "php"),
         ("PHP", "php"),
+        ("ruby", "ruby"),
     ],
 )
 def test_normalize_language(language_id, canonical):
@@ -78,6 +79,10 @@ def test_unknown_language_ids(language_id):
         ("m.hxx", "cpp"),
         ("Program.cs", "csharp"),
         ("src/Client.php", "php"),
+        ("lib/rack/lint.rb", "ruby"),
+        ("tasks/release.rake", "ruby"),
+        ("rack.gemspec", "ruby"),
+        ("config.ru", "ruby"),
         ("/home/u/README.md", None),
         ("Makefile", None),
     ],
