@@ -37,6 +37,7 @@ import re
 
 from dg_lsp.completion.brackets import (ends_in_literal, gives_back, indent_width, lost_opener, misaligned_closers,
                                         open_spans)
+from dg_lsp.completion.gate_ruby import ruby_block_judge
 from dg_lsp.context.bindings import early_errors
 from dg_lsp.context.document import leading_whitespace
 from dg_lsp.context.syntax import error_spans, parsed
@@ -65,6 +66,7 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
     # the window, and the scope's lines alone, where a window cut inside a function leaves its block broken
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
     early = [early_errors(p + s, language) for p, s in regions]
+    ruby = ruby_block_judge(prefix, suffix) if language == "ruby" else None
 
     def breaks(text: str) -> bool:
         whole = prefix + text + suffix
@@ -74,11 +76,11 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
             return True
-        if takes_the_next_line(prefix, text, suffix, language):
-            return True
-        if opens_block_comment(prefix, text, language):
-            return True
-        if language != "go" and leaves_a_bare_block(prefix, text, suffix, language):
+        if ruby is not None:
+            if ruby(text):
+                return True
+        elif takes_the_next_line(prefix, text, suffix, language) or opens_block_comment(prefix, text, language) \
+                or language != "go" and leaves_a_bare_block(prefix, text, suffix, language):
             return True
         if any(early_errors(p + text + s, language) - n for (p, s), n in zip(regions, early)):
             return True  # JavaScript, TypeScript, C, C++, Java, C#, Go, Rust and PHP only

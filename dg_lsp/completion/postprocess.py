@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # controls, U+2028, U+2029): a client's line index must stay the server's
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffd]")
 _TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
+_RUBY_ENDS = re.compile(r"\bend\b")
 
 
 def strip_control(text: str) -> str:
@@ -46,16 +47,22 @@ def strip_control(text: str) -> str:
     return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
-def trim_suffix_overlap(text: str, suffix: str) -> str:
-    """Remove the longest tail of `text` that the suffix starts with, and a duplicated next line."""
+def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> str:
+    """Remove the longest tail of `text` that the suffix starts with, and a duplicated next line. Not where that
+    tail is only closing brackets, or in Ruby only `end`s: a text that closes its block before the suffix closes
+    the outer one (`    end` over `  end`)."""
     if not text or not suffix:
         return text
     for k in range(min(len(text), len(suffix)), 0, -1):
         if text.endswith(suffix[:k]) and suffix[:k].strip():
             if not suffix[:k].strip(" \t\n)]}"):
                 break  # only closing brackets: `drop_closers_the_suffix_has` balances them against the prefix
+            if language == "ruby" and not _RUBY_ENDS.sub("", suffix[:k]).strip(" \t\n)]}"):
+                break  # `end`s: the gate reads which block each closes (`ruby_blocks.end_faults`)
             return text[:-k]
     next_line = suffix.lstrip("\n").split("\n", 1)[0]
+    if language == "ruby" and not _RUBY_ENDS.sub("", next_line).strip(" \t)]}"):
+        return text
     if next_line.strip(" \t)]}") and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
         return text.rstrip("\n")[: -len(next_line)]
     return text
@@ -229,7 +236,7 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     `reach_cut`: end before a line that cannot run (not for a selection, which is never cut); `language`: the
     document's (its line comments, for counting brackets)."""
     text = strip_control(text)
-    text = trim_suffix_overlap(text, suffix)
+    text = trim_suffix_overlap(text, suffix, language)
     # a whole-line hole keeps its line break: the text after the cursor moves to the next line
     whole_line = is_whole_line_hole(prefix, suffix)
     if single_line or mid_line or (rest_of_line and text.partition("\n")[0].strip()):

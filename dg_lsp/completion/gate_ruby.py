@@ -1,0 +1,121 @@
+"""The syntax gate's Ruby rules: a block's header line and its `end` line, read by indentation.
+
+Ruby's blocks close with `end`, and a hole where a block's header (`def call(env)`, `items.each do |item|`) or its
+`end` was leaves the file broken in a way no text that leaves it as broken makes worse: every `end` below re-pairs
+with the opener above it, and the window's error count is the same with a wrong line as without any. Ruby code lines
+an `end` up with its block's header (RuboCop's layout rules, which nearly every Ruby file follows), so the lines
+around the hole say what the hole's line must be:
+- `must_close`: the first code line above the text's first line indented no deeper than it is a block's header
+  (or an `else`, `when`, `rescue` ... clause) at exactly its indentation, with that block's body between: the text's
+  line, back at the header's column, must end that block or continue it (`end`, `else`, `elsif`, `when`, `in`,
+  `rescue`, `ensure`), where a wrong line puts a statement at the header's level inside the block;
+- `must_open`: the code lines below the text's last line are indented deeper than it, down to an `end` (or a
+  clause) at exactly its indentation: the text's line must head that block (a header, a clause, or a line its
+  statement goes on from: `foo(a,`), where a wrong line leaves the block's body and its `end` with no header.
+
+The `end`s of the whole window are read by the error count (`context/ruby_blocks.py`): an `end` that closes nothing,
+or one at a column its opener does not give.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from tree_sitter import Query, QueryCursor
+
+from dg_lsp.completion.brackets import indent_width
+from dg_lsp.context.languages import get_language
+from dg_lsp.context.ruby_blocks import CLAUSE, DO, END, code_of, opens_block
+from dg_lsp.context.syntax import parsed
+
+# the line's statement goes on below it
+_GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
+
+
+@functools.cache
+def _literal_query() -> Query:
+    return Query(get_language("ruby"), "(heredoc_body) @body (string) @string (comment) @comment")
+
+
+def _literal_rows(text: str) -> set[int]:
+    """The rows of `text` that are inside a literal (a heredoc's body, a string's or an `=begin` comment's later
+    lines): their indentation is text, not code's."""
+    rows: set[int] = set()
+    for nodes in QueryCursor(_literal_query()).captures(parsed(text, "ruby").root_node).values():
+        for node in nodes:
+            first = node.start_point.row + (0 if node.type == "heredoc_body" else 1)
+            rows.update(range(first, node.end_point.row + 1))
+    return rows
+
+
+def _code_lines(lines: list[str], rows: range, literal: set[int]):
+    """(row, indentation, code) of each line of `rows` with code (no blank, comment-only or literal line)."""
+    for row in rows:
+        if row in literal:
+            continue
+        code = code_of(lines[row])
+        if code.strip():
+            yield row, indent_width(code), code.strip()
+
+
+def ruby_block_judge(prefix: str, suffix: str):
+    """The rules of the module's docstring, as a test of a text that goes between `prefix` and `suffix`: True where
+    it breaks one."""
+    def breaks(text: str) -> bool:
+        whole = prefix + text + suffix
+        lines = whole.split("\n")
+        first = prefix.count("\n")
+        last = first + text.rstrip().count("\n")
+        literal = None
+        head = lines[first]
+        if not head[: len(prefix) - prefix.rfind("\n") - 1].strip() and text.strip():
+            literal = _literal_rows(whole)
+            if first not in literal and must_close(lines, first, literal):
+                code = code_of(head).strip()
+                if code and not (END.match(code) or CLAUSE.match(code)):
+                    return True
+                if not code and not must_close(lines, last + 1, literal, width=indent_width(head)):
+                    return True  # a comment where the block's `end` was
+        tail = lines[last]
+        if text.strip() and not whole[len(prefix) + len(text.rstrip()):].split("\n", 1)[0].strip():
+            literal = _literal_rows(whole) if literal is None else literal
+            body = must_open(lines, last, literal)
+            if last not in literal and body:
+                code = code_of(tail).strip()
+                if not (opens_block(code) or CLAUSE.match(code)
+                        or _GOES_ON.search(code) and any(DO.search(line) for line in body)):
+                    return True  # the block's body and `end` below are left with no header
+        return False
+    return breaks
+
+
+def must_close(lines: list[str], row: int, literal: set[int], width: int | None = None) -> bool:
+    """Whether the line `row` (code at some indentation) comes back to the column of a block's header (or clause)
+    above it, with that block's body (lines indented deeper) between: it must end or continue that block. With
+    `width`, whether the first code line from `row` on indented no deeper than `width` does that at `width`: it is
+    the `end` or clause the block above it needs."""
+    if width is not None:
+        below = next((line for line in _code_lines(lines, range(row, len(lines)), literal) if line[1] <= width), None)
+        return below is not None and below[1] == width and bool(END.match(below[2]) or CLAUSE.match(below[2]))
+    width = indent_width(lines[row])
+    deeper = False
+    for _, indent, code in _code_lines(lines, range(row - 1, -1, -1), literal):
+        if indent > width:
+            deeper = True
+            continue
+        return deeper and indent == width and (opens_block(code) or bool(CLAUSE.match(code)))
+    return False
+
+
+def must_open(lines: list[str], row: int, literal: set[int]) -> list[str]:
+    """The code lines below `row` where they are indented deeper than it down to an `end` (or a clause) at exactly
+    its indentation: the body of a block the line `row` must head; else []."""
+    width = indent_width(lines[row])
+    body = []
+    for _, indent, code in _code_lines(lines, range(row + 1, len(lines)), literal):
+        if indent > width:
+            body.append(code)
+            continue
+        return body if indent == width and (END.match(code) or CLAUSE.match(code)) else []
+    return []

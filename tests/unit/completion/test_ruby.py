@@ -1,0 +1,99 @@
+"""Ruby: what the server shows for an engine answer in a Ruby document (`finish_suggestion` on the request's context:
+the windows, post-processing, the syntax gate with tree-sitter-ruby and its `end` rules, `completion/gate_ruby.py`
+and `context/ruby_blocks.py`), in a small Rack-style middleware."""
+
+from __future__ import annotations
+
+from dg_lsp.context import extract_context
+
+from .holes import shown_at_hole
+
+CLASS = """# frozen_string_literal: true
+
+module Demo
+  # Counts the requests it passes on (a comment with a ( and an end in it)
+  class Counter
+    def initialize(app)
+      @app = app
+      @count = 0
+    end
+
+    def call(env)
+      @count += 1
+      env.each do |key, value|
+        log(key, value)
+      end
+      @app.call(env)
+    end
+
+    def log(key, value)
+      warn "#{key}: #{value}"
+    end
+  end
+end
+"""
+
+
+def _shown(text: str, line: str, hole: str = "@@") -> str:
+    """The shown text for the engine answer `text` where CLASS's line `line` (with its line break) is `hole`."""
+    assert CLASS.count(line) == 1
+    return shown_at_hole(CLASS.replace(line, hole), "ruby", text)
+
+
+def test_the_module_class_and_method_are_the_scopes():
+    lines = CLASS.split("\n")
+    row = lines.index("      @app.call(env)")
+    ctx = extract_context(CLASS, "ruby", row, 6)
+    assert ctx.language == "ruby"
+    assert [(s.kind, s.name) for s in ctx.scopes] == [("module", "Demo"), ("class", "Counter"), ("method", "call")]
+    assert lines[ctx.scopes[-1].start_line] == "    def call(env)"
+    assert lines[ctx.scopes[-1].end_line] == "    end"
+
+
+def test_the_blocks_end_where_it_was_is_shown_and_a_statement_or_comment_there_is_not():
+    # the hole is where the `do` block's `end` was: its body above, the method's next statement below at its column
+    line = "      end\n"
+    assert _shown("      end\n", line) == "      end\n"
+    assert _shown("      @count -= 1\n", line) == ""  # the block left open: each `end` below closes the wrong block
+    assert _shown("      # done\n", line) == ""
+    assert _shown("      log(:done, 1)\n", line) == ""
+
+
+def test_an_end_the_suffix_has_too_is_kept_where_it_closes_a_deeper_block():
+    # `      end` over the suffix's `    end` closes the `do` block, not the method: not a repeat of the next line
+    line = "      end\n      @app.call(env)\n"
+    assert _shown("      end\n", line) == "      end\n"
+
+
+def test_a_header_where_it_was_is_shown_and_a_statement_there_is_not():
+    line = "      env.each do |key, value|\n"
+    assert _shown("      env.each do |key, value|\n", line) == "      env.each do |key, value|\n"
+    assert _shown("      env.each_pair do |k, v|\n", line) == "      env.each_pair do |k, v|\n"
+    # the block's body and `end` below are left with no header
+    assert _shown("      @count += 1\n", line) == ""
+    assert _shown("      # each pair\n", line) == ""
+
+
+def test_a_stray_end_is_not_shown():
+    # tree-sitter-ruby reads an `end` that closes nothing as a name, with no error node
+    line = "      @app.call(env)\n"
+    assert _shown("    end\n", line, line + "@@") == ""
+    assert _shown("      @count\n", line, line + "@@") == "      @count\n"
+
+
+def test_a_setter_and_a_block_header_with_a_hash_in_its_string_are_headers():
+    assert _shown("ue", "    def log(key, value)\n", "    def count=(val@@)\n") == "ue"
+    assert _shown(" |key, value|", "      env.each do |key, value|\n", "      it \"logs #each pair\" do@@\n") == \
+        " |key, value|"
+
+
+def test_an_empty_line_under_a_header_or_a_do_gets_its_body_indentation():
+    lines = CLASS.split("\n")
+    for header in ("    def call(env)", "      env.each do |key, value|"):
+        row = lines.index(header) + 1
+        document = "\n".join(lines[:row] + [""] + lines[row:])
+        assert extract_context(document, "ruby", row, 0).indent == " " * (len(header) - len(header.lstrip()) + 2)
+    # after a plain statement, the statement's own
+    row = lines.index("      @count += 1") + 1
+    document = "\n".join(lines[:row] + [""] + lines[row:])
+    assert extract_context(document, "ruby", row, 0).indent == "      "
