@@ -11,7 +11,11 @@ around the hole say what the hole's line must be:
   `rescue`, `ensure`), where a wrong line puts a statement at the header's level inside the block;
 - `must_open`: the code lines below the text's last line are indented deeper than it, down to an `end` (or a
   clause) at exactly its indentation: the text's line must head that block (a header, a clause, or a line its
-  statement goes on from: `foo(a,`), where a wrong line leaves the block's body and its `end` with no header.
+  statement goes on from: `foo(a,`, over a `do` below), where a wrong line leaves the block's body and its `end`
+  with no header; and a block that takes the clause below it (a `def` over an `else` is a syntax error, an `if`
+  over a `rescue` too).
+The window's rules are read again on the whole document after the gate (`postprocess.gate_suggestion`): a block's
+body can run past the windows (a file's `module` and its `end`).
 
 The `end`s of the whole window are read by the error count (`context/ruby_blocks.py`): an `end` that closes nothing,
 or one at a column its opener does not give.
@@ -26,7 +30,7 @@ from tree_sitter import Query, QueryCursor
 
 from dg_lsp.completion.brackets import indent_width
 from dg_lsp.context.languages import get_language
-from dg_lsp.context.ruby_blocks import CLAUSE, DO, END, code_of, opens_block
+from dg_lsp.context.ruby_blocks import CLAUSE, DO, END, block_kind, code_of, opens_block, takes_clause
 from dg_lsp.context.syntax import parsed
 
 # the line's statement goes on below it
@@ -82,10 +86,13 @@ def ruby_block_judge(prefix: str, suffix: str):
             literal = _literal_rows(whole) if literal is None else literal
             body = must_open(lines, last, literal)
             if last not in literal and body:
-                code = code_of(tail).strip()
+                code, clause = code_of(tail).strip(), CLAUSE.match(body[-1])
                 if not (opens_block(code) or CLAUSE.match(code)
-                        or _GOES_ON.search(code) and any(DO.search(line) for line in body)):
+                        or _GOES_ON.search(code) and any(DO.search(line) for line in body[:-1])):
                     return True  # the block's body and `end` below are left with no header
+                kind = block_kind(code)
+                if kind is not None and clause is not None and not takes_clause(kind, clause.group(1)):
+                    return True  # a header whose block does not go on with the clause below (`def` over `else`)
         return False
     return breaks
 
@@ -110,12 +117,12 @@ def must_close(lines: list[str], row: int, literal: set[int], width: int | None 
 
 def must_open(lines: list[str], row: int, literal: set[int]) -> list[str]:
     """The code lines below `row` where they are indented deeper than it down to an `end` (or a clause) at exactly
-    its indentation: the body of a block the line `row` must head; else []."""
+    its indentation, and that line last: the body of a block the line `row` must head, and what ends it; else []."""
     width = indent_width(lines[row])
     body = []
     for _, indent, code in _code_lines(lines, range(row + 1, len(lines)), literal):
         if indent > width:
             body.append(code)
             continue
-        return body if indent == width and (END.match(code) or CLAUSE.match(code)) else []
+        return body + [code] if body and indent == width and (END.match(code) or CLAUSE.match(code)) else []
     return []

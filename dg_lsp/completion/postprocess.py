@@ -24,6 +24,7 @@ import re
 
 from dg_lsp.completion.brackets import PAIRS, ends_in_literal, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
+from dg_lsp.completion.gate_ruby import ruby_block_judge
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
@@ -375,7 +376,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     blocks exactly), a text after which a document that parsed clean no longer does is not shown
     (`syntax.breaks_document`), nor one with a `break` or `continue` that nothing in its function takes
     (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops), nor, in C, C++ and
-    C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`)."""
+    C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`); in Ruby, one
+    that breaks the block rules read on the whole document (`gate_ruby`)."""
     clean_with = None
     if document is not None and ctx.language != "python":
         at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
@@ -399,5 +401,9 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
             return ""
         if unbalances_conditionals(document, at, to, gated, ctx.language):
             log.info("suggestion not shown: it leaves an #if, #else or #endif unmatched")
+            return ""
+        if ctx.language == "ruby" and ruby_block_judge(document[:at], document[to:])(gated):
+            # the block rules again on the whole document: a header's body and its `end` can run past the windows
+            log.info("suggestion not shown: it leaves a Ruby block without its header or its end")
             return ""
     return gated

@@ -24,14 +24,14 @@ from dg_lsp.context.languages import get_language
 # excepted): a header keyword at its start, a `do` (with its block's parameters) at its end, or a value that is a
 # block (`x = if y`, `@z ||= begin`)
 _MODIFIERS = r"(?:(?:private|public|protected|module_function|private_class_method)\s+)?"
-_HEADER = re.compile(_MODIFIERS + r"(?:def|class|module|if|unless|while|until|case|begin|for)\b(?![?!:])")
+_HEADER = re.compile(_MODIFIERS + r"(def|class|module|if|unless|while|until|case|begin|for)\b(?![?!:])")
 # `def name(args) = value` (not a setter's `def name=(value)`)
 _ENDLESS_DEF = re.compile(_MODIFIERS + r"def\s+[\w.?!]+\s*(?:\(.*\))?\s*=(?=\s)")
 DO = re.compile(r"\bdo\s*(?:\|[^|]*\|)?\s*$")
-_BLOCK_VALUE = re.compile(r"(?:[-+*/|&]?=|<<|\(|,|\breturn)\s*(?:if|unless|case|begin|while|until)\b(?![?!:])")
+_BLOCK_VALUE = re.compile(r"(?:[-+*/|&]?=|<<|\(|,|\breturn)\s*(if|unless|case|begin|while|until)\b(?![?!:])")
 _ONE_LINE_END = re.compile(r"(?<![.\w:])end\s*$")  # not `range.end`
 # a clause: it continues the block above it at the header's column, and heads lines of its own
-CLAUSE = re.compile(r"(?:else|elsif|when|in|rescue|ensure)\b(?![?!:])")
+CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
 _QUOTES = "'\"`"
 
@@ -59,6 +59,33 @@ def opens_block(code: str) -> bool:
     if _HEADER.match(code):
         return not _ENDLESS_DEF.match(code)
     return bool(DO.search(code) or _BLOCK_VALUE.search(code))
+
+
+def block_kind(code: str) -> str | None:
+    """The keyword of the block or clause a line's code (`code_of`) heads (`def`, `if`, `else`, `do` ...); None for
+    a line that heads none."""
+    code = code.strip()
+    clause = CLAUSE.match(code)
+    if clause:
+        return clause.group(1)
+    if not opens_block(code):
+        return None
+    header = _HEADER.match(code) or _BLOCK_VALUE.search(code)
+    return header.group(1) if header else "do"
+
+
+# the clauses a block of each kind takes at its header's column (a clause heads the lines below it as its block does)
+_TAKES = {"if": {"elsif", "else"}, "elsif": {"elsif", "else"}, "unless": {"else"}, "case": {"when", "in", "else"},
+          "when": {"when", "else"}, "in": {"in", "else"}, "begin": {"rescue", "ensure"},
+          "def": {"rescue", "ensure"}, "do": {"rescue", "ensure"}, "class": {"rescue", "ensure"},
+          "module": {"rescue", "ensure"}, "rescue": {"rescue", "else", "ensure"}, "else": {"ensure"},
+          "ensure": set(), "while": set(), "until": set(), "for": set()}
+
+
+def takes_clause(kind: str, clause: str) -> bool:
+    """Whether a block headed by `kind` (`block_kind`) goes on with `clause` at its header's column (`else` after a
+    `def`'s body, with no `rescue` before it, is a syntax error; so is `rescue` after an `if`'s)."""
+    return clause in _TAKES.get(kind, {"elsif", "else", "when", "in", "rescue", "ensure"})
 
 
 # blocks whose `end` may line up with the line of the call (or loop) they belong to: `foo(a,\n    b) do |x|`

@@ -4,6 +4,7 @@ and `context/ruby_blocks.py`), in a small Rack-style middleware."""
 
 from __future__ import annotations
 
+from dg_lsp.completion.postprocess import finish_suggestion
 from dg_lsp.context import extract_context
 
 from .holes import shown_at_hole
@@ -97,3 +98,28 @@ def test_an_empty_line_under_a_header_or_a_do_gets_its_body_indentation():
     row = lines.index("      @count += 1") + 1
     document = "\n".join(lines[:row] + [""] + lines[row:])
     assert extract_context(document, "ruby", row, 0).indent == "      "
+
+
+def test_a_header_must_take_the_clause_below_its_body():
+    source = CLASS.replace("      @count += 1\n", "      if env.empty?\n        @count += 1\n      else\n        @count -= 1\n"
+                                                  "      end\n")
+    line = "      if env.empty?\n"
+    assert shown_at_hole(source.replace(line, "@@"), "ruby", "      unless env.empty?\n") == \
+        "      unless env.empty?\n"
+    # a method's body cannot go on with `else` (ruby -c: "else without rescue is useless")
+    assert shown_at_hole(source.replace(line, "@@"), "ruby", "      def reset\n") == ""
+    assert shown_at_hole(source.replace(line, "@@"), "ruby", "      env.each do |pair|\n") == ""
+
+
+def test_a_module_whose_body_runs_past_the_windows_still_needs_its_header():
+    methods = "".join(f"  def method_{i}(value)\n    value + {i}\n  end\n\n" for i in range(150))
+    prefix, suffix = "# frozen_string_literal: true\n\n", methods + "end\n"
+
+    def shown(text):
+        ctx = extract_context(prefix + suffix, "ruby", 2, 0)
+        assert len(ctx.suffix) < len(suffix)  # the window ends before the module does
+        return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+
+    assert shown("module Numbers\n") == "module Numbers\n"
+    assert shown("# frozen_string_literal: true\n") == ""
+    assert shown("require 'set'\n") == ""
