@@ -43,12 +43,15 @@ def _literal_query() -> Query:
 
 
 def _literal_rows(text: str) -> set[int]:
-    """The rows of `text` that are inside a literal (a heredoc's body, a string's or an `=begin` comment's later
-    lines): their indentation is text, not code's."""
+    """The rows of `text` that are inside a literal (a heredoc's body, a string's later lines, an `=begin` comment):
+    their indentation is text, not code's."""
     rows: set[int] = set()
     for nodes in QueryCursor(_literal_query()).captures(parsed(text, "ruby").root_node).values():
         for node in nodes:
-            first = node.start_point.row + (0 if node.type == "heredoc_body" else 1)
+            if node.type == "comment" and not node.text.startswith(b"=begin"):
+                continue  # a `#` comment: `code_of` drops it, and a line of it is no line of code
+            # from the row after the one it starts on, unless it starts that row (`=begin`, a heredoc's body)
+            first = node.start_point.row + (0 if node.start_point.column == 0 else 1)
             rows.update(range(first, node.end_point.row + 1))
     return rows
 

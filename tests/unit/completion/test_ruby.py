@@ -123,3 +123,12 @@ def test_a_module_whose_body_runs_past_the_windows_still_needs_its_header():
     assert shown("module Numbers\n") == "module Numbers\n"
     assert shown("# frozen_string_literal: true\n") == ""
     assert shown("require 'set'\n") == ""
+
+
+def test_a_heredocs_lines_are_text_not_blocks():
+    # the heredoc's `def` and `end` at the method's column are its text: the line after it still ends the method
+    source = CLASS.replace("    def log(key, value)\n", "    def render\n      <<~RUBY\n    def generated\n    end\n"
+                                                        "      RUBY\n    end\n\n    def log(key, value)\n")
+    line = "      RUBY\n    end\n"
+    assert shown_at_hole(source.replace(line, "      RUBY\n@@"), "ruby", "    end\n") == "    end"  # on the blank line
+    assert shown_at_hole(source.replace(line, "      RUBY\n@@"), "ruby", "    render_more\n") == ""
