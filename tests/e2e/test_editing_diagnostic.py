@@ -52,6 +52,13 @@ def test_go_statements_are_read_inside_the_blocks_statement_list():
     assert sorted(editing.statements(go, random.Random(0), 10, "go")) == [4, 8]  # not the first, not the if's body
 
 
+def test_ruby_statements_are_its_assignments_calls_and_returns():
+    ruby = ("def f(xs)\n  total = xs\n  total += 1\n  log(total)\n  if total > 2\n    total -= 1\n  end\n"
+            "  return total\nend\n")
+    # not the first, not the if or its body
+    assert sorted(editing.statements(ruby, random.Random(0), 10, "ruby")) == [2, 3, 7]
+
+
 # per checker: the file (under the test's folder), its language, the statement's row, and a text that declares its
 # name again
 CASES = {

@@ -51,6 +51,8 @@ SIMPLE_STATEMENTS = frozenset({
     "expression_statement", "return_statement", "lexical_declaration", "variable_declaration", "declaration",
     "local_variable_declaration", "let_declaration", "short_var_declaration", "assignment_statement", "inc_statement",
     "dec_statement", "throw_statement", "var_declaration", "const_declaration"})
+# Ruby's statements are its expressions
+RUBY_STATEMENTS = frozenset({"assignment", "operator_assignment", "call", "return"})
 
 
 def source_files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -100,7 +102,8 @@ def _tree_sitter_statements(text: str, language: str) -> set[int]:
             body = body.named_children[0]
         for st in [child for child in body.named_children if "comment" not in child.type][1:]:
             row = st.start_point.row
-            if st.type in SIMPLE_STATEMENTS and row == st.end_point.row and lines[row].strip() == st.text.decode():
+            simple = st.type in (RUBY_STATEMENTS if language == "ruby" else SIMPLE_STATEMENTS)
+            if simple and row == st.end_point.row and lines[row].strip() == st.text.decode():
                 rows.add(row)
     return rows
 
