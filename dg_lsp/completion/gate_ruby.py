@@ -13,7 +13,8 @@ around the hole say what the hole's line must be:
   clause) at exactly its indentation: the text's line must head that block (a header, a clause, or a line its
   statement goes on from: `foo(a,`, over a `do` below), where a wrong line leaves the block's body and its `end`
   with no header; and a block that takes the clause below it (a `def` over an `else` is a syntax error, an `if`
-  over a `rescue` too).
+  over a `rescue` too); a clause (`else`, `when` ...) must head lines indented deeper, or stand right over the `end`
+  or clause its block goes on with: over lines of its own level it leaves that block without its `end`.
 The window's rules are read again on the whole document after the gate (`postprocess.gate_suggestion`): a block's
 body can run past the windows (a file's `module` and its `end`).
 
@@ -96,6 +97,9 @@ def ruby_block_judge(prefix: str, suffix: str):
                 kind = block_kind(code)
                 if kind is not None and clause is not None and not takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
+            elif last not in literal and CLAUSE.match(code_of(tail).strip()) \
+                    and not must_close(lines, last + 1, literal, width=indent_width(tail)):
+                return True  # a clause over lines of its level: the `end` it continues the block to is not there
         return False
     return breaks
 

@@ -132,3 +132,15 @@ def test_a_heredocs_lines_are_text_not_blocks():
     line = "      RUBY\n    end\n"
     assert shown_at_hole(source.replace(line, "      RUBY\n@@"), "ruby", "    end\n") == "    end"  # on the blank line
     assert shown_at_hole(source.replace(line, "      RUBY\n@@"), "ruby", "    render_more\n") == ""
+
+
+def test_a_clause_heads_deeper_lines_or_stands_over_the_end_it_goes_on_to():
+    source = CLASS.replace("      @count += 1\n", "      if env.empty?\n        @count += 1\n      end\n")
+    # `e` typed where the if's `end` was: `lse` would leave the if without its `end`
+    assert shown_at_hole(source.replace("      end\n      env.each", "      e@@\n      env.each"), "ruby", "lse") == ""
+    assert shown_at_hole(source.replace("      end\n      env.each", "      e@@\n      env.each"), "ruby", "nd") == "nd"
+    # over the if's `end`, or over deeper lines, an `else` is the block going on
+    assert shown_at_hole(source.replace("      end\n      env.each", "      e@@\n      end\n      env.each"), "ruby",
+                         "lse") == "lse"
+    assert shown_at_hole(source.replace("        @count += 1\n", "      e@@\n        @count += 1\n"), "ruby",
+                         "lse") == "lse"
