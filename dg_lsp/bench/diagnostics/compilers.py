@@ -22,8 +22,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   holds;
 - `php`: `php -l` (PHP's own parser and its compile-time checks: a function or parameter declared twice, `break`
   outside a loop, `$this` reassigned, an abstract method with a body);
-- `ruby`: `ruby -c` (Ruby's own parser: an `end` that closes nothing, a block left open, a `def` inside a method
-  body's `if`, nothing run);
+- `ruby`: `ruby -c` (Ruby's own parser, nothing run: an `end` that closes nothing, a block left open, an `else`
+  in a `def` with no `rescue`);
 - `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
   duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
