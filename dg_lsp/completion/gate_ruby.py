@@ -15,6 +15,9 @@ around the hole say what the hole's line must be:
   with no header; and a block that takes the clause below it (a `def` over an `else` is a syntax error, an `if`
   over a `rescue` too); a clause (`else`, `when` ...) must head lines indented deeper, or stand right over the `end`
   or clause its block goes on with: over lines of its own level it leaves that block without its `end`.
+- a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
+  goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
+  window one ERROR node, in which the error count sees nothing, so none of these are left to it.
 The window's rules are read again on the whole document after the gate (`postprocess.gate_suggestion`): a block's
 body can run past the windows (a file's `module` and its `end`).
 
@@ -29,7 +32,7 @@ import re
 
 from tree_sitter import Query, QueryCursor
 
-from dg_lsp.completion.brackets import indent_width
+from dg_lsp.completion.brackets import indent_width, open_brackets
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.ruby_blocks import CLAUSE, DO, END, block_kind, code_of, opens_block, takes_clause
 from dg_lsp.context.syntax import parsed
@@ -100,8 +103,20 @@ def ruby_block_judge(prefix: str, suffix: str):
             elif last not in literal and CLAUSE.match(code_of(tail).strip()) \
                     and not must_close(lines, last + 1, literal, width=indent_width(tail)):
                 return True  # a clause over lines of its level: the `end` it continues the block to is not there
+            if last not in literal and open_brackets(text, "ruby") and not _goes_on_below(lines, last, literal):
+                return True  # a bracket the text opens and nothing below closes
         return False
     return breaks
+
+
+def _goes_on_below(lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the next line after `row` goes on with its statement: a literal's (`%q{` over the string's lines), or
+    code indented deeper than `row`, or code that starts with a closing bracket."""
+    below = next((r for r in range(row + 1, len(lines)) if r in literal or code_of(lines[r]).strip()), None)
+    if below is None or below in literal:
+        return below is not None
+    code = code_of(lines[below])
+    return indent_width(code) > indent_width(lines[row]) or code.strip()[:1] in ")]}"
 
 
 def must_close(lines: list[str], row: int, literal: set[int], width: int | None = None) -> bool:

@@ -144,3 +144,14 @@ def test_a_clause_heads_deeper_lines_or_stands_over_the_end_it_goes_on_to():
                          "lse") == "lse"
     assert shown_at_hole(source.replace("        @count += 1\n", "      e@@\n        @count += 1\n"), "ruby",
                          "lse") == "lse"
+
+
+def test_a_bracket_left_open_over_a_line_of_its_level_is_not_shown_where_ends_are_missing():
+    # a file being written, its `end`s not there yet: tree-sitter-ruby reads it as one ERROR node, in which no error
+    # count sees a `(` the text leaves open; the line after it does not go on with the call
+    prefix = "module Demo\n    def assign(headers)\n      headers.merge!(@headers) if @headers\n"
+    suffix = "\n    class Iterator\n      attr_reader :path, :ranges, :options"
+    text = "      headers.merge!(@headers) if @headers\n      headers.merge!(@headers"
+    ctx = extract_context(prefix + suffix, "ruby", 3, 0)
+    shown = finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+    assert shown == "      headers.merge!(@headers) if @headers"  # its clean first line
