@@ -43,12 +43,13 @@ _GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
 
 @functools.cache
 def _literal_query() -> Query:
-    return Query(get_language("ruby"), "(heredoc_body) @body (string) @string (comment) @comment")
+    return Query(get_language("ruby"),
+                 "(heredoc_body) @body (string) @string (comment) @comment (uninterpreted) @data")
 
 
 def _literal_rows(text: str) -> set[int]:
-    """The rows of `text` that are inside a literal (a heredoc's body, a string's later lines, an `=begin` comment):
-    their indentation is text, not code's."""
+    """The rows of `text` that are inside a literal (a heredoc's body, a string's later lines, an `=begin` comment,
+    the data after `__END__`): their indentation is text, not code's."""
     rows: set[int] = set()
     for nodes in QueryCursor(_literal_query()).captures(parsed(text, "ruby").root_node).values():
         for node in nodes:

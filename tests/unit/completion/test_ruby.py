@@ -155,3 +155,12 @@ def test_a_bracket_left_open_over_a_line_of_its_level_is_not_shown_where_ends_ar
     ctx = extract_context(prefix + suffix, "ruby", 3, 0)
     shown = finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
     assert shown == "      headers.merge!(@headers) if @headers"  # its clean first line
+
+
+def test_the_data_after_end_is_text():
+    # after `__END__` the file is data: a `def` line there heads nothing, so a line back at its column ends nothing
+    prefix = CLASS + "__END__\ndef listed\n  row one\n"
+    suffix = "\nthe last row\n"
+    ctx = extract_context(prefix + suffix, "ruby", prefix.count("\n"), 0)
+    shown = finish_suggestion("more rows\n", [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+    assert shown == "more rows"
