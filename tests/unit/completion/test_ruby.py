@@ -164,3 +164,21 @@ def test_the_data_after_end_is_text():
     ctx = extract_context(prefix + suffix, "ruby", prefix.count("\n"), 0)
     shown = finish_suggestion("more rows\n", [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
     assert shown == "more rows"
+
+
+def test_without_the_grammar_a_ruby_document_is_served_ungated_not_failed(monkeypatch):
+    # a broken install (tree-sitter-ruby missing): Ruby reads as a language with no grammar, which the gate passes
+    from dg_lsp.context import languages
+
+    monkeypatch.setitem(languages._GRAMMARS, "ruby", ("tree_sitter_ruby_not_installed", "language"))
+    languages.get_language.cache_clear()
+    monkeypatch.setattr(languages._local, "parsers", {}, raising=False)
+    try:
+        assert languages.get_parser("ruby") is None
+        prefix, suffix = CLASS.split("      @app.call(env)\n")
+        ctx = extract_context(prefix + suffix, "ruby", prefix.count("\n"), 0)
+        shown = finish_suggestion("      @app.call(env)\n", [], prefix, ctx, selection=False, max_lines=8,
+                                  document=prefix + suffix)
+        assert shown == "      @app.call(env)\n"
+    finally:
+        languages.get_language.cache_clear()
