@@ -22,13 +22,14 @@ from __future__ import annotations
 import logging
 import re
 
-from dg_lsp.completion.brackets import PAIRS, ends_in_literal, open_brackets
+from dg_lsp.completion.brackets import PAIRS, ends_in_literal, indent_width, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
-from dg_lsp.completion.gate_ruby import ruby_block_judge
+from dg_lsp.completion.gate_ruby import must_close, ruby_block_judge
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.preprocessor import unbalances_conditionals
+from dg_lsp.context.ruby_blocks import END as RUBY_END
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document, literal_end_after, parses_clean_with
 from dg_lsp.context.windows import cursor_offset
@@ -246,8 +247,9 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
         text = head
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
-        text = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
-        text = trim_repeated_tail(text, prefix, suffix)
+        cut = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
+        text = trim_repeated_tail(_with_its_end(cut, text, prefix, suffix) if language == "ruby" else cut, prefix,
+                                  suffix)
     text = drop_closers_the_suffix_has(text, suffix, prefix, language)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
@@ -255,6 +257,25 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     if new_line:  # the suffix's text keeps its column on its new line
         text += "\n" + prefix.rsplit("\n", 1)[-1]
     return text
+
+
+def _with_its_end(cut: str, text: str, prefix: str, suffix: str) -> str:
+    """Ruby: `cut` (the start of `text` that `cut_to_block` kept) with the line after it where that line is the `end`
+    of a block the cursor is in whose `end` the document does not have: the header above the hole at that `end`'s
+    column, with the kept lines for its body, and below the hole no `end` (or clause) at that column before a line
+    back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its `end` with its
+    body; where the `end` is there already, the cut stands."""
+    rest = text[len(cut):] if text.startswith(cut) else ""
+    if not rest.startswith("\n"):
+        return cut
+    line = rest[1:].split("\n", 1)[0].rstrip()
+    if not RUBY_END.fullmatch(line.strip()):
+        return cut
+    lines = (prefix + cut + "\n" + line).split("\n")
+    width = indent_width(line)
+    if not must_close(lines, len(lines) - 1, set()) or must_close(suffix.split("\n"), 0, set(), width=width):
+        return cut
+    return cut + "\n" + line
 
 
 def rest_of_line(ctx) -> bool:

@@ -182,3 +182,17 @@ def test_without_the_grammar_a_ruby_document_is_served_ungated_not_failed(monkey
         assert shown == "      @app.call(env)\n"
     finally:
         languages.get_language.cache_clear()
+
+
+def test_a_method_written_with_no_end_below_gets_its_end_with_its_body():
+    prefix = CLASS.split("    def log(key, value)\n")[0] + "    def reset\n      "
+    below = "\n    def log(key, value)\n" + CLASS.split("    def log(key, value)\n")[1]
+    answer = "@count = 0\n    end\n\n    def other\n"
+    ctx = extract_context(prefix + below, "ruby", prefix.count("\n"), 6)
+    shown = finish_suggestion(answer, [], prefix, ctx, selection=False, max_lines=8, document=prefix + below)
+    assert shown == "@count = 0\n    end"  # the body and the method's `end`, not the next method
+    # where the method's `end` is there already, the body alone
+    below = "\n    end\n" + below
+    ctx = extract_context(prefix + below, "ruby", prefix.count("\n"), 6)
+    assert finish_suggestion(answer, [], prefix, ctx, selection=False, max_lines=8, document=prefix + below) == \
+        "@count = 0"

@@ -1,0 +1,83 @@
+"""A Ruby method being written with no `end` under it yet, with no model run: what the server shows for its right
+text.
+
+    python -m dg_lsp.bench.diagnostics.new_method DIR [--n 150] [--seed 0]
+
+Each method of the `.rb` files under DIR (those `ruby -c` passes, or all where no `ruby` is on PATH) whose body is
+1-6 lines loses its body and its `end`; the cursor sits on an empty line under its header at the body's
+indentation, as an editor leaves it after Enter with no endwise plug-in. The right text is the body and the `end`.
+It goes through post-processing and the gate with the whole document (`postprocess.finish_suggestion`); prints how
+many are shown, shown whole (the body and the `end`), and leave the file valid (the bench's `syntax_valid`:
+`ruby -c` where there is one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+
+def cases(root: str) -> list[tuple[Path, int, int]]:
+    """(file, header row, `end` row) of each method whose body is 1-6 lines, in files Ruby (where there is one)
+    passes."""
+    from dg_lsp.bench.metrics import ruby_checks
+    from dg_lsp.context.syntax import parsed
+
+    out = []
+    for path in sorted(Path(root).rglob("*.rb")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if ruby_checks(text) is False:
+            continue
+        lines = text.split("\n")
+        stack = [parsed(text, "ruby").root_node]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            first, last = node.start_point.row, node.end_point.row
+            if node.type == "method" and 2 <= last - first <= 7 and lines[last].strip() == "end" \
+                    and lines[first + 1].strip():
+                out.append((path, first, last))
+    return out
+
+
+def run(root: str, n: int, seed: int) -> dict:
+    from dg_lsp.bench.metrics import syntax_valid
+    from dg_lsp.completion.postprocess import finish_suggestion
+    from dg_lsp.context import extract_context
+
+    picked = cases(root)
+    random.Random(seed).shuffle(picked)
+    count = {"methods": 0, "shown": 0, "whole": 0, "valid": 0}
+    for path, first, last in picked[:n]:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        indent = len(lines[first + 1]) - len(lines[first + 1].lstrip())
+        right = "\n".join([lines[first + 1][indent:]] + lines[first + 2:last + 1]) + "\n"
+        prefix = "\n".join(lines[:first + 1]) + "\n" + " " * indent
+        suffix = "\n" + "\n".join(lines[last + 1:])
+        ctx = extract_context(prefix + suffix, "ruby", first + 1, indent)
+        shown = finish_suggestion(right, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+        original = "\n".join(lines)
+        count["methods"] += 1
+        count["shown"] += bool(shown)
+        count["whole"] += shown.rstrip("\n") == right.rstrip("\n")
+        count["valid"] += bool(shown) and syntax_valid(original, prefix + shown + suffix, "ruby") is True
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.new_method", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("root", metavar="DIR")
+    p.add_argument("--n", type=int, default=150, help="methods drawn (seeded)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    count = run(args.root, args.n, args.seed)
+    print(f"{count['methods']} methods written with no end below: {count['shown']} shown, {count['whole']} shown "
+          f"whole (the body and the end), {count['valid']} leave the file valid")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
