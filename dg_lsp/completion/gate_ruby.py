@@ -22,7 +22,8 @@ The window's rules are read again on the whole document after the gate (`postpro
 body can run past the windows (a file's `module` and its `end`).
 
 The `end`s of the whole window are read by the error count (`context/ruby_blocks.py`): an `end` that closes nothing,
-or one at a column its opener does not give.
+or one at a column its opener does not give. `with_its_end` reads the same lines for post-processing
+(`postprocess.finish`): a block the document has not closed keeps the `end` the model wrote for it.
 """
 
 from __future__ import annotations
@@ -152,3 +153,22 @@ def must_open(lines: list[str], row: int, literal: set[int]) -> list[str]:
             continue
         return body + [code] if body and indent == width and (END.match(code) or CLAUSE.match(code)) else []
     return []
+
+
+def with_its_end(cut: str, text: str, prefix: str, suffix: str) -> str:
+    """Ruby: `cut` (the start of `text` that `postprocess.cut_to_block` kept) with the line after it where that line is the `end`
+    of a block the cursor is in whose `end` the document does not have: the header above the hole at that `end`'s
+    column, with the kept lines for its body, and below the hole no `end` (or clause) at that column before a line
+    back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its `end` with its
+    body; where the `end` is there already, the cut stands."""
+    rest = text[len(cut):] if text.startswith(cut) else ""
+    if not rest.startswith("\n"):
+        return cut
+    line = rest[1:].split("\n", 1)[0].rstrip()
+    if not END.fullmatch(line.strip()):
+        return cut
+    lines = (prefix + cut + "\n" + line).split("\n")
+    width = indent_width(line)
+    if not must_close(lines, len(lines) - 1, set()) or must_close(suffix.split("\n"), 0, set(), width=width):
+        return cut
+    return cut + "\n" + line

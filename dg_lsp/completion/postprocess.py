@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import re
 
-from dg_lsp.completion.brackets import PAIRS, ends_in_literal, indent_width, open_brackets
+from dg_lsp.completion.brackets import PAIRS, ends_in_literal, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
-from dg_lsp.completion.gate_ruby import must_close, ruby_block_judge
+from dg_lsp.completion.gate_ruby import ruby_block_judge, with_its_end
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.preprocessor import unbalances_conditionals
-from dg_lsp.context.ruby_blocks import END as RUBY_END
+from dg_lsp.context.ruby_blocks import closes_only
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document, literal_end_after, parses_clean_with
 from dg_lsp.context.windows import cursor_offset
@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 # controls, U+2028, U+2029): a client's line index must stay the server's
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffd]")
 _TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
-_RUBY_ENDS = re.compile(r"\bend\b")
 
 
 def strip_control(text: str) -> str:
@@ -59,11 +58,11 @@ def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> 
         if text.endswith(suffix[:k]) and suffix[:k].strip():
             if not suffix[:k].strip(" \t\n)]}"):
                 break  # only closing brackets: `drop_closers_the_suffix_has` balances them against the prefix
-            if language == "ruby" and not _RUBY_ENDS.sub("", suffix[:k]).strip(" \t\n)]}"):
+            if language == "ruby" and closes_only(suffix[:k]):
                 break  # `end`s: the gate reads which block each closes (`ruby_blocks.end_faults`)
             return text[:-k]
     next_line = suffix.lstrip("\n").split("\n", 1)[0]
-    if language == "ruby" and not _RUBY_ENDS.sub("", next_line).strip(" \t)]}"):
+    if language == "ruby" and closes_only(next_line):
         return text
     if next_line.strip(" \t)]}") and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
         return text.rstrip("\n")[: -len(next_line)]
@@ -248,7 +247,7 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
         cut = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
-        text = trim_repeated_tail(_with_its_end(cut, text, prefix, suffix) if language == "ruby" else cut, prefix,
+        text = trim_repeated_tail(with_its_end(cut, text, prefix, suffix) if language == "ruby" else cut, prefix,
                                   suffix)
     text = drop_closers_the_suffix_has(text, suffix, prefix, language)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
@@ -257,25 +256,6 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     if new_line:  # the suffix's text keeps its column on its new line
         text += "\n" + prefix.rsplit("\n", 1)[-1]
     return text
-
-
-def _with_its_end(cut: str, text: str, prefix: str, suffix: str) -> str:
-    """Ruby: `cut` (the start of `text` that `cut_to_block` kept) with the line after it where that line is the `end`
-    of a block the cursor is in whose `end` the document does not have: the header above the hole at that `end`'s
-    column, with the kept lines for its body, and below the hole no `end` (or clause) at that column before a line
-    back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its `end` with its
-    body; where the `end` is there already, the cut stands."""
-    rest = text[len(cut):] if text.startswith(cut) else ""
-    if not rest.startswith("\n"):
-        return cut
-    line = rest[1:].split("\n", 1)[0].rstrip()
-    if not RUBY_END.fullmatch(line.strip()):
-        return cut
-    lines = (prefix + cut + "\n" + line).split("\n")
-    width = indent_width(line)
-    if not must_close(lines, len(lines) - 1, set()) or must_close(suffix.split("\n"), 0, set(), width=width):
-        return cut
-    return cut + "\n" + line
 
 
 def rest_of_line(ctx) -> bool:

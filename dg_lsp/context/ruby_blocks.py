@@ -33,6 +33,7 @@ _ONE_LINE_END = re.compile(r"(?<![.\w:])end\s*$")  # not `range.end`
 # a clause: it continues the block above it at the header's column, and heads lines of its own
 CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
+_END_WORDS = re.compile(r"\bend\b")
 _QUOTES = "'\"`"
 
 
@@ -49,6 +50,12 @@ def code_of(line: str) -> str:
         elif char == "#" and line[at + 1:at + 2] != "{":
             return line[:at].rstrip()
     return line.rstrip()
+
+
+def closes_only(text: str) -> bool:
+    """Whether `text` holds nothing but `end`s, closing brackets and blanks (`    end` over `  end` closes a deeper
+    block: post-processing trims no such text as a repeat of the lines below)."""
+    return not _END_WORDS.sub("", text).strip(" \t\n)]}")
 
 
 def opens_block(code: str) -> bool:
