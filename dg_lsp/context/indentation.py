@@ -18,8 +18,7 @@ import re
 from collections import Counter
 
 from dg_lsp.context.document import DocumentLines, leading_whitespace
-from dg_lsp.context.ruby_blocks import CLAUSE, code_of
-from dg_lsp.context.ruby_blocks import opens_block as ruby_opens_block
+from dg_lsp.context.ruby_blocks import block_kind, code_of
 from dg_lsp.context.scopes import comment_starts
 
 _OPENERS = (":", "{", "(", "[")
@@ -44,7 +43,7 @@ def cursor_indent(doc: DocumentLines, line: int, language: str | None) -> str:
     above_text = doc.content(above)
     base = leading_whitespace(above_text)
     code = _strip_trailing_comment(above_text, language).rstrip()
-    if code.endswith(_OPENERS) or language == "ruby" and _ruby_opens(code):
+    if code.endswith(_OPENERS) or language == "ruby" and block_kind(code) is not None:
         return base + indent_unit(doc, line, language)
     if language == "python" and _PYTHON_BLOCK_ENDERS.match(code.lstrip()):
         return _dedent(base, indent_unit(doc, line, language))
@@ -57,12 +56,7 @@ def opens_block(doc: DocumentLines, line: int, language: str | None) -> bool:
     if above is None:
         return False
     code = _strip_trailing_comment(doc.content(above), language).rstrip()
-    return code.endswith(_OPENERS) or language == "ruby" and _ruby_opens(code)
-
-
-def _ruby_opens(code: str) -> bool:
-    """A Ruby line (its comment dropped) that heads a block: a header (`def`, `class`, `if` ...), a `do`, a clause."""
-    return ruby_opens_block(code) or bool(CLAUSE.match(code.strip()))
+    return code.endswith(_OPENERS) or language == "ruby" and block_kind(code) is not None
 
 
 def indent_unit(doc: DocumentLines, line: int, language: str | None) -> str:

@@ -20,6 +20,7 @@ from tree_sitter import Node, Parser
 from dg_lsp.context.document import DocumentLines, leading_whitespace
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.repair import has_error_ancestor, python_scopes_by_indent, with_brackets_closed
+from dg_lsp.context.ruby_blocks import CLAUSE, END
 from dg_lsp.context.scope_nodes import (
     Scope,
     is_closed,
@@ -46,9 +47,6 @@ REACH_BELOW = MAX_LINES_BELOW + RETRY_LINES
 _CLOSERS = tuple(")]}")
 _REPAIR_SEPARATORS = ("", ";")
 _LABEL = re.compile(r"^[A-Za-z_]\w*\s*:\s*(//.*|/\*.*)?$")
-# Ruby's lines that close or continue a block, as `}` does in the brace languages
-_RUBY_CLOSER = re.compile(r"(end|else|elsif|when|in|rescue|ensure)\b(?![?!:])")
-_RUBY_END = re.compile(r"end\b(?![?!:])")
 _COMMENT_STARTS = {
     "python": ("#",),
     "c": ("//", "/*", "*", "#"),
@@ -79,7 +77,7 @@ def is_top_level_start(text: str, language: str) -> bool:
     if is_comment_line(text, language):
         return False
     if language == "ruby":
-        return not _RUBY_CLOSER.match(text)
+        return not (END.match(text) or CLAUSE.match(text))  # a line that closes or continues a block, as `}` does
     return not (language != "python" and _LABEL.match(text))
 
 
@@ -190,7 +188,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
         lead = text[: len(text) - len(code)]
         if len(lead.expandtabs(8)) > len(header.expandtabs(8)) and lead.startswith(header):
             continue
-        if lead == header and (code.startswith("}") or language == "ruby" and _RUBY_END.match(code)):
+        if lead == header and (code.startswith("}") or language == "ruby" and END.match(code)):
             return Scope(scope.kind, scope.name, scope.start_line, row)
         return scope
     return scope
