@@ -8,10 +8,10 @@ Definitions:
 - syntax valid: the file with the completion applied has no more tree-sitter ERROR/MISSING
   nodes than the original file (None when no grammar exists for the language); for Python,
   also compiles when the original does (tree-sitter-python accepts an empty block, so a
-  deleted function body would otherwise count as valid). Compiling does not run the code; for Ruby,
-  where a `ruby` is on PATH and `ruby -c` accepts the original, `ruby -c` alone judges (tree-sitter-ruby
-  reads a stray `end` as a name; the gate's error count also counts `end`s at the wrong column, which Ruby
-  takes: `context/ruby_blocks.py`);
+  deleted function body would otherwise count as valid). Compiling does not run the code; for Ruby and Lua,
+  where a `ruby` (a `luac`) is on PATH and `ruby -c` (`luac -p`) accepts the original, that check alone judges
+  (tree-sitter-ruby reads a stray `end` as a name; the gate's error count also counts `end`s at the wrong column,
+  which both languages take: `context/end_blocks.py`);
 - show rate: the share of requests that got a suggestion (a non-empty text, no error);
 - shown syntax-clean: among the shown suggestions, the share that is syntax valid (the file as
   the editor holds it after accepting it). A syntax gate trades the first for the second.
@@ -67,15 +67,20 @@ def edit_similarity(pred: str, truth: str) -> float:
     return 1.0 - distance / longest
 
 
+# a language's own syntax check (nothing run), reading the text from stdin
+_OWN_CHECKS = {"ruby": ("ruby", "-c", "-"), "lua": ("luac", "-p", "-")}
+
+
 @functools.lru_cache(maxsize=256)
-def ruby_checks(text: str) -> bool | None:
-    """Whether `ruby -c` (a syntax check, nothing run) accepts `text`; None without a `ruby` on PATH, or if it
-    does not answer within 30 s."""
-    ruby = shutil.which("ruby")
-    if ruby is None:
+def own_check(text: str, language: str) -> bool | None:
+    """Whether the language's own syntax check (`ruby -c`, `luac -p`: nothing run) accepts `text`; None for another
+    language, without the tool on PATH, or if it does not answer within 30 s."""
+    command = _OWN_CHECKS.get(language)
+    tool = shutil.which(command[0]) if command else None
+    if tool is None:
         return None
     try:
-        done = subprocess.run([ruby, "-c", "-"], input=text.encode("utf-8", "surrogatepass"), capture_output=True,
+        done = subprocess.run([tool, *command[1:]], input=text.encode("utf-8", "surrogatepass"), capture_output=True,
                               timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -93,8 +98,8 @@ def python_compiles(text: str) -> bool:
 def syntax_valid(original: str, edited: str, language: str) -> bool | None:
     if get_parser(language) is None:
         return None
-    if language == "ruby" and ruby_checks(original) is True:
-        return ruby_checks(edited) is not False  # Ruby's own reading, not the gate's error count
+    if own_check(original, language) is True:
+        return own_check(edited, language) is not False  # Ruby's and Lua's own reading, not the gate's error count
     if syntax_error_count(edited, language) > syntax_error_count(original, language):
         return False
     if language == "python" and python_compiles(original):

@@ -16,7 +16,7 @@ QUOTES = ('"""', "'''", '"', "'", "`")  # the string delimiters `open_brackets` 
 # (`#` starts a private name in JavaScript and a preprocessor line in C, `//` divides in Python)
 LINE_COMMENTS = {"python": ("#",), **{name: ("//",) for name in
                                        ("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
-                                        "csharp")}, "php": ("//", "#"), "ruby": ("#",)}
+                                        "csharp")}, "php": ("//", "#"), "ruby": ("#",), "lua": ("--",)}
 ANY_COMMENTS = ("#", "//")
 REGEX_LANGUAGES = ("javascript", "typescript", "tsx")  # a `/` may start a regex literal (`_regex_end`)
 # after these a `/` starts an operand (a regex), after anything else it divides

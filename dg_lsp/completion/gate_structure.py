@@ -37,9 +37,10 @@ import re
 
 from dg_lsp.completion.brackets import (ends_in_literal, gives_back, indent_width, lost_opener, misaligned_closers,
                                         open_spans)
-from dg_lsp.completion.gate_ruby import ruby_block_judge
+from dg_lsp.completion.gate_end_blocks import block_judge
 from dg_lsp.context.bindings import early_errors
 from dg_lsp.context.document import leading_whitespace
+from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.syntax import error_spans, parsed
 
 # brace languages whose code indents a block's body (C and C++ leave `namespace x {` and `extern "C" {` bodies
@@ -66,7 +67,7 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
     # the window, and the scope's lines alone, where a window cut inside a function leaves its block broken
     regions = [(prefix, suffix)] + ([scope] if scope is not None and scope != (prefix, suffix) else [])
     early = [early_errors(p + s, language) for p, s in regions]
-    ruby = ruby_block_judge(prefix, suffix) if language == "ruby" else None
+    keyword_blocks = block_judge(prefix, suffix, language) if reading(language) is not None else None
 
     def breaks(text: str) -> bool:
         whole = prefix + text + suffix
@@ -76,8 +77,8 @@ def structure_judge(prefix: str, suffix: str, language: str, prefix_truncated: b
             return True
         if language in _INDENTED and _opens_a_block_over_its_level(prefix, text, suffix, language):
             return True
-        if ruby is not None:
-            if ruby(text):
+        if keyword_blocks is not None:
+            if keyword_blocks(text):
                 return True
         elif takes_the_next_line(prefix, text, suffix, language) or opens_block_comment(prefix, text, language) \
                 or language != "go" and leaves_a_bare_block(prefix, text, suffix, language):

@@ -24,12 +24,12 @@ import re
 
 from dg_lsp.completion.brackets import PAIRS, ends_in_literal, open_brackets
 from dg_lsp.completion.gate import clean_cut, rank_by_syntax
-from dg_lsp.completion.gate_ruby import ruby_block_judge, with_its_end
+from dg_lsp.completion.gate_end_blocks import block_judge, with_its_end
 from dg_lsp.completion.gate_windows import judge_window, scope_is_whole, scope_window
 from dg_lsp.completion.unbound import without_unbound
 from dg_lsp.context.bindings.jumps import text_strays
 from dg_lsp.context.preprocessor import unbalances_conditionals
-from dg_lsp.context.ruby_blocks import closes_only
+from dg_lsp.context.end_blocks import closes_only, reading
 from dg_lsp.context.notebook import cut_at_cell_end, has_cells
 from dg_lsp.context.syntax import breaks_document, literal_end_after, parses_clean_with
 from dg_lsp.context.windows import cursor_offset
@@ -50,7 +50,7 @@ def strip_control(text: str) -> str:
 
 def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> str:
     """Remove the longest tail of `text` that the suffix starts with, and a duplicated next line. Not where that
-    tail is only closing brackets, or in Ruby only `end`s: a text that closes its block before the suffix closes
+    tail is only closing brackets, or in Ruby and Lua only `end`s: a text that closes its block before the suffix closes
     the outer one (`    end` over `  end`)."""
     if not text or not suffix:
         return text
@@ -58,11 +58,11 @@ def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> 
         if text.endswith(suffix[:k]) and suffix[:k].strip():
             if not suffix[:k].strip(" \t\n)]}"):
                 break  # only closing brackets: `drop_closers_the_suffix_has` balances them against the prefix
-            if language == "ruby" and closes_only(suffix[:k]):
-                break  # `end`s: the gate reads which block each closes (`ruby_blocks.end_faults`)
+            if reading(language) is not None and closes_only(suffix[:k]):
+                break  # `end`s: the gate reads which block each closes (`end_blocks.end_faults`)
             return text[:-k]
     next_line = suffix.lstrip("\n").split("\n", 1)[0]
-    if language == "ruby" and closes_only(next_line):
+    if reading(language) is not None and closes_only(next_line):
         return text
     if next_line.strip(" \t)]}") and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
         return text.rstrip("\n")[: -len(next_line)]
@@ -247,8 +247,8 @@ def finish(text: str, suffix: str, *, prefix: str = "", indent: str = "", mid_li
     else:
         new_line = whole_line and "\n" in text.lstrip("\n")
         cut = cut_to_block(text, indent, max_lines, prefix.rsplit("\n", 1)[-1], reach_cut, language)
-        text = trim_repeated_tail(with_its_end(cut, text, prefix, suffix) if language == "ruby" else cut, prefix,
-                                  suffix)
+        kept = with_its_end(cut, text, prefix, suffix, language) if reading(language) is not None else cut
+        text = trim_repeated_tail(kept, prefix, suffix)
     text = drop_closers_the_suffix_has(text, suffix, prefix, language)
     text = tidy_joins(text, prefix, "\n" if new_line else suffix)
     if not text.strip():
@@ -377,8 +377,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
     blocks exactly), a text after which a document that parsed clean no longer does is not shown
     (`syntax.breaks_document`), nor one with a `break` or `continue` that nothing in its function takes
     (`bindings.jumps.text_strays`: a window cut inside a long function does not show its loops), nor, in C, C++ and
-    C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`); in Ruby, one
-    that breaks the block rules read on the whole document (`gate_ruby`)."""
+    C#, one that leaves the document's `#if`/`#endif` (and `#region`) less balanced (`preprocessor`); in Ruby and
+    Lua, one that breaks the block rules read on the whole document (`gate_end_blocks`)."""
     clean_with = None
     if document is not None and ctx.language != "python":
         at, to = cursor_offset(document, *ctx.start), cursor_offset(document, *ctx.end)
@@ -403,8 +403,8 @@ def gate_suggestion(text: str, prefix: str, ctx, document: str | None = None, na
         if unbalances_conditionals(document, at, to, gated, ctx.language):
             log.info("suggestion not shown: it leaves an #if, #else or #endif unmatched")
             return ""
-        if ctx.language == "ruby" and ruby_block_judge(document[:at], document[to:])(gated):
+        if reading(ctx.language) is not None and block_judge(document[:at], document[to:], ctx.language)(gated):
             # the block rules again on the whole document: a header's body and its `end` can run past the windows
-            log.info("suggestion not shown: it leaves a Ruby block without its header or its end")
+            log.info("suggestion not shown: it leaves a block without its header or its end")
             return ""
     return gated

@@ -5,7 +5,7 @@ the whitespace the editor already put there (its auto-indent is the block's
 expected indentation, and the completion's first line continues from it). An
 empty line gets the indentation the block expects, judged from the nearest
 code line above: one level deeper after an opener (`:`, `{`, `(`, `[`; in Ruby
-also a block's header or clause, `def x`, `items.each do |i|`, `else`), one
+and Lua also a block's header or clause, `def x`, `items.each do |i|`, `else`, `if x then`), one
 level shallower after a Python `return`/`pass`/`raise`/`break`/`continue`,
 else the same. After a blank gap, though, an empty line lines up with the code
 below it (two blank lines before a top-level `def` are top level), unless that
@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 from dg_lsp.context.document import DocumentLines, leading_whitespace
-from dg_lsp.context.ruby_blocks import block_kind, code_of
+from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.scopes import comment_starts
 
 _OPENERS = (":", "{", "(", "[")
@@ -43,7 +43,7 @@ def cursor_indent(doc: DocumentLines, line: int, language: str | None) -> str:
     above_text = doc.content(above)
     base = leading_whitespace(above_text)
     code = _strip_trailing_comment(above_text, language).rstrip()
-    if code.endswith(_OPENERS) or language == "ruby" and block_kind(code) is not None:
+    if code.endswith(_OPENERS) or _heads_a_block(code, language):
         return base + indent_unit(doc, line, language)
     if language == "python" and _PYTHON_BLOCK_ENDERS.match(code.lstrip()):
         return _dedent(base, indent_unit(doc, line, language))
@@ -56,7 +56,7 @@ def opens_block(doc: DocumentLines, line: int, language: str | None) -> bool:
     if above is None:
         return False
     code = _strip_trailing_comment(doc.content(above), language).rstrip()
-    return code.endswith(_OPENERS) or language == "ruby" and block_kind(code) is not None
+    return code.endswith(_OPENERS) or _heads_a_block(code, language)
 
 
 def indent_unit(doc: DocumentLines, line: int, language: str | None) -> str:
@@ -93,10 +93,18 @@ def _dedent(indent: str, unit: str) -> str:
     return indent[: -len(unit)] if indent.endswith(unit) else indent
 
 
+def _heads_a_block(code: str, language: str | None) -> bool:
+    """Ruby, Lua: whether a line's code heads a block or a clause (`def x`, `items.each do |i|`, `else`, `if x then`,
+    `local function f()`)."""
+    blocks = reading(language)
+    return blocks is not None and blocks.block_kind(code) is not None
+
+
 def _strip_trailing_comment(text: str, language: str | None) -> str:
-    """Drop an end-of-line comment (roughly: string contents are not tracked, but in Ruby's `code_of`)."""
-    if language == "ruby":
-        return code_of(text)
+    """Drop an end-of-line comment (roughly: string contents are not tracked, but in Ruby's and Lua's `code_of`)."""
+    blocks = reading(language)
+    if blocks is not None:
+        return blocks.code_of(text)
     marker = "#" if language == "python" else "//"
     position = text.find(marker)
     return text if position < 0 else text[:position]

@@ -1,6 +1,6 @@
 """Map LSP language ids and file paths to tree-sitter grammars and parsers.
 
-Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php, ruby.
+Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php, ruby, lua.
 Grammars come from the official ``tree-sitter-<lang>`` wheels; languages and
 parsers are built once and cached.
 """
@@ -34,6 +34,7 @@ LANGUAGE_IDS: dict[str, str] = {
     "c#": "csharp",
     "php": "php",
     "ruby": "ruby",
+    "lua": "lua",
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -64,6 +65,7 @@ EXTENSIONS: dict[str, str] = {
     ".rake": "ruby",
     ".gemspec": "ruby",
     ".ru": "ruby",
+    ".lua": "lua",
 }
 
 # canonical name -> (module, function returning the grammar capsule)
@@ -82,6 +84,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     # HTML reads as errors, which the checks count before and after a text alike)
     "php": ("tree_sitter_php", "language_php_only"),
     "ruby": ("tree_sitter_ruby", "language"),
+    "lua": ("tree_sitter_lua", "language"),
 }
 
 LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)

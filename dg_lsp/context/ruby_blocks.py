@@ -1,4 +1,5 @@
-"""Ruby's `end`s: what tree-sitter-ruby's parse of a broken block leaves unsaid.
+"""Ruby's blocks, read line by line, and its `end`s: what tree-sitter-ruby's parse of a broken block leaves unsaid
+(`context/end_blocks.py` reads each language whose blocks close with a keyword with such a module).
 
 tree-sitter-ruby reads an `end` that closes nothing as a plain identifier (`class A ... end` then a stray `end`
 parses with no ERROR node; `ruby -c` refuses the file: "unexpected `end'"), and pairs `end`s with openers by count
@@ -7,18 +8,13 @@ file's last line. Ruby code lines each line-leading `end` up with the line that 
 `Layout/EndAlignment`, `Layout/BlockAlignment`, `Layout/DefEndAlignment`), so an `end` standing at no column its
 opener gives is a block closed by the wrong `end`.
 
-`end_faults` lists both, as the syntax checks' error spans (`syntax._error_spans`): a text that adds one adds an
-error, and a document that has one does not parse clean.
+`end_blocks.end_faults` lists both, as the syntax checks' error spans (`syntax._error_spans`): a text that adds one
+adds an error, and a document that has one does not parse clean.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-
-from tree_sitter import Node, Query, QueryCursor
-
-from dg_lsp.context.languages import get_language
 
 # a line that opens a block closed by `end` (a one-line block, which ends with its `end`, and an endless `def`
 # excepted): a header keyword at its start, a `do` (with its block's parameters) at its end, or a value that is a
@@ -33,7 +29,6 @@ _ONE_LINE_END = re.compile(r"(?<![.\w:])end\s*$")  # not `range.end`
 # a clause: it continues the block above it at the header's column, and heads lines of its own
 CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
-_END_WORDS = re.compile(r"\bend\b")
 _QUOTES = "'\"`"
 
 
@@ -50,12 +45,6 @@ def code_of(line: str) -> str:
         elif char == "#" and line[at + 1:at + 2] != "{":
             return line[:at].rstrip()
     return line.rstrip()
-
-
-def closes_only(text: str) -> bool:
-    """Whether `text` holds nothing but `end`s, closing brackets and blanks (`    end` over `  end` closes a deeper
-    block: post-processing trims no such text as a repeat of the lines below)."""
-    return not _END_WORDS.sub("", text).strip(" \t\n)]}")
 
 
 def opens_block(code: str) -> bool:
@@ -96,49 +85,30 @@ def takes_clause(kind: str, clause: str) -> bool:
 
 
 # blocks whose `end` may line up with the line of the call (or loop) they belong to: `foo(a,\n    b) do |x|`
-_CALL_BLOCKS = ("do_block", "do")
+CALL_BLOCKS = ("do_block", "do")
+# tree-sitter-ruby's `end`s, and the identifiers it reads a stray `end` as
+END_QUERY = '"end" @end ((identifier) @stray (#eq? @stray "end"))'
+# tree-sitter-ruby's nodes whose later lines are text, not code: a heredoc's body, a string's, a comment's (an
+# `=begin` one's), the data after `__END__`
+LITERAL_QUERY = "(heredoc_body) @body (string) @string (comment) @comment (uninterpreted) @data"
 
 
-@functools.cache
-def _query() -> Query:
-    return Query(get_language("ruby"), '"end" @end ((identifier) @stray (#eq? @stray "end"))')
+def is_long_comment(text: bytes) -> bool:
+    """Whether a comment node's text is an `=begin` comment, whose later lines are the comment's (a `#` comment is
+    one line, which `code_of` drops)."""
+    return text.startswith(b"=begin")
 
 
-def _indentation(data: bytes, node: Node) -> int:
-    """The indentation (bytes of blanks) of the line `node` starts on (tree-sitter's columns count bytes)."""
-    start = node.start_byte - node.start_point.column
-    line = data[start: node.start_byte]
-    return len(line) - len(line.lstrip(b" \t"))
-
-
-def _named(node: Node) -> bool:
-    """Whether an identifier `end` is a method's name where Ruby takes one (`range.end`, `def end`)."""
+def stray(node) -> bool:
+    """Whether an identifier `end` (`END_QUERY`'s `stray`) is a stray `end`, not a method's name where Ruby takes
+    one (`range.end`, `def end`)."""
     parent = node.parent
     field = {"call": "method", "method": "name", "singleton_method": "name"}.get(parent.type if parent else "")
     named = parent.child_by_field_name(field) if field else None
-    return named is not None and named.start_byte == node.start_byte
+    return named is None or named.start_byte != node.start_byte
 
 
-def end_faults(root: Node, data: bytes) -> list[tuple[str, int, int]]:
-    """("END", start byte, end byte) of each `end` of `root` (a tree-sitter-ruby parse of `data`) read as an
-    identifier, and of each `end` that starts its line at a column that is neither its opener's line's indentation
-    nor its opener's own column (nor, for a `do` block, the indentation of its call's first line). An `end` on its
-    opener's line, or after code on its own line, is not judged."""
-    captures = QueryCursor(_query()).captures(root)
-    if not captures:
-        return []
-    faults = [("END", node.start_byte, node.end_byte) for node in captures.get("stray", []) if not _named(node)]
-    for node in captures.get("end", []):
-        opener = node.parent
-        row, column = node.start_point
-        if opener is None or node.is_missing or opener.start_point.row >= row:
-            continue
-        if _indentation(data, node) != column:
-            continue  # code before it on its line
-        allowed = {_indentation(data, opener), opener.start_point.column}
-        if opener.type in _CALL_BLOCKS and opener.parent is not None:
-            allowed.add(_indentation(data, opener.parent))
-        if column not in allowed:
-            faults.append(("END", node.start_byte, node.end_byte))
-    faults.sort(key=lambda span: span[1])
-    return faults
+def heads_block_below(code: str) -> bool:
+    """Whether a line below a statement's start that goes on (`foo(a,`) can be the block the body is in: a line
+    that ends with a `do` (`  b) do |x|`)."""
+    return bool(DO.search(code))

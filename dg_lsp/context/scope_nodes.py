@@ -100,6 +100,10 @@ SCOPE_KINDS: dict[str, dict[str, str]] = {
         "singleton_class": "class",
         "module": "module",
     },
+    "lua": {
+        "function_declaration": "function",  # a method where its name is `M:name` (`scope_kind`)
+        "function_definition": "function",  # `M.f = function(x)`, a table's field, a callback
+    },
 }
 
 # Containers whose function children are methods, per language, and the wrapper
@@ -138,6 +142,9 @@ def scope_kind(node: Node, language: str) -> str | None:
         return kind if node.child_by_field_name("body") is not None else None
     if kind == "function" and _inside_method_container(node, language):
         return "method"
+    if language == "lua" and (name := node.child_by_field_name("name")) is not None \
+            and name.type == "method_index_expression":
+        return "method"
     return kind
 
 
@@ -162,9 +169,27 @@ def scope_name(node: Node, language: str) -> str | None:
     if name is not None:
         return _text(name)
     parent = node.parent
+    if language == "lua":
+        return _lua_value_name(node)
     if parent is not None and parent.type in _JS_NAME_PARENTS:
         return _text(parent.child_by_field_name(_JS_NAME_PARENTS[parent.type]))
     return None
+
+
+def _lua_value_name(node: Node) -> str | None:
+    """The name a Lua function value is given: the table field's (`{ setup = function() ... end }`), or the variable
+    it is assigned to (`M.setup = function()`, `local setup = function()`, the n-th of `a, b = f, g`)."""
+    parent = node.parent
+    if parent is not None and parent.type == "field":
+        return _text(parent.child_by_field_name("name"))
+    if parent is None or parent.type != "expression_list" or parent.parent is None \
+            or parent.parent.type != "assignment_statement":
+        return None
+    values = [child.id for child in parent.named_children]
+    targets = next((child.named_children for child in parent.parent.named_children
+                    if child.type == "variable_list"), [])
+    at = values.index(node.id)
+    return _text(targets[at]) if at < len(targets) else None
 
 
 def _declarator_name(node: Node) -> str | None:
@@ -186,7 +211,7 @@ def scope_start(node: Node, language: str) -> Node:
 
 
 def is_closed(node: Node) -> bool:
-    """True when the node ends with a real (not MISSING) closing brace, or Ruby's `end`."""
+    """True when the node ends with a real (not MISSING) closing brace, or Ruby's or Lua's `end`."""
     last = node
     while last.child_count:
         last = last.children[-1]

@@ -20,7 +20,7 @@ from tree_sitter import Node, Parser
 from dg_lsp.context.document import DocumentLines, leading_whitespace
 from dg_lsp.context.languages import get_parser
 from dg_lsp.context.repair import has_error_ancestor, python_scopes_by_indent, with_brackets_closed
-from dg_lsp.context.ruby_blocks import CLAUSE, END
+from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.scope_nodes import (
     Scope,
     is_closed,
@@ -54,6 +54,7 @@ _COMMENT_STARTS = {
     "csharp": ("//", "/*", "*", "#"),  # `#if` / `#region` at column 0 sit inside classes
     "php": ("//", "/*", "*", "#"),  # `#` comments, `#[Attribute]` lines
     "ruby": ("#", "=begin", "=end"),
+    "lua": ("--",),
 }
 _C_COMMENT_STARTS = ("//", "/*", "*")
 
@@ -76,8 +77,9 @@ def is_top_level_start(text: str, language: str) -> bool:
         return False
     if is_comment_line(text, language):
         return False
-    if language == "ruby":
-        return not (END.match(text) or CLAUSE.match(text))  # a line that closes or continues a block, as `}` does
+    blocks = reading(language)
+    if blocks is not None:  # Ruby, Lua: a line that closes or continues a block, as `}` does
+        return not (blocks.END.match(text) or blocks.CLAUSE.match(text))
     return not (language != "python" and _LABEL.match(text))
 
 
@@ -172,7 +174,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
     indentation gives it, where the code around the hole is broken: tree-sitter's recovery from an unfinished line
     (`assert.deepEqual(document.positio`) can run a function on to the region's end, or end it at the hole
     (`export function create(func: `). The first code line below the hole's that is indented no deeper than the
-    scope's header must start with a `}` (Ruby: `end`) at exactly the header's indentation (comments skipped); where it does not
+    scope's header must start with a `}` (Ruby, Lua: `end`) at exactly the header's indentation (comments skipped); where it does not
     (a template literal or a label at column 0), the parse's end stands, as it does where the scope's first line
     and its name's line are indented differently (a PHP attribute at column 0 that the parse gave to a method of
     the class whose header line is the hole)."""
@@ -180,6 +182,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
     name = node.child_by_field_name("name")
     if name is not None and leading_whitespace(doc.content(top + name.start_point.row)) != header:
         return scope
+    blocks = reading(language)
     for row in range(hole_line + 1, doc.stop):
         text = doc.content(row)
         code = text.lstrip()
@@ -188,7 +191,7 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
         lead = text[: len(text) - len(code)]
         if len(lead.expandtabs(8)) > len(header.expandtabs(8)) and lead.startswith(header):
             continue
-        if lead == header and (code.startswith("}") or language == "ruby" and END.match(code)):
+        if lead == header and (code.startswith("}") or blocks is not None and blocks.END.match(code)):
             return Scope(scope.kind, scope.name, scope.start_line, row)
         return scope
     return scope

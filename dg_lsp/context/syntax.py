@@ -13,7 +13,7 @@ import re
 from tree_sitter import Node
 
 from dg_lsp.context.languages import get_parser
-from dg_lsp.context.ruby_blocks import end_faults
+from dg_lsp.context.end_blocks import end_faults, reading
 
 
 # PHP: a method's or class constant's modifiers at a line's start: a window or scope cut below its class's `{` reads
@@ -149,20 +149,20 @@ def opens_unclosed_literal(root: Node, start: int, end: int) -> bool:
 
 
 def _clean(root: Node, language: str, data: bytes) -> bool:
-    """No ERROR or MISSING node in `root` (a parse of `data`), nor, in Ruby, an `end` that closes the wrong block
-    (`ruby_blocks.end_faults`)."""
-    return not root.has_error and not (language == "ruby" and end_faults(root, data))
+    """No ERROR or MISSING node in `root` (a parse of `data`), nor, in Ruby and Lua, an `end` that closes the wrong
+    block (`end_blocks.end_faults`)."""
+    return not root.has_error and not (reading(language) is not None and end_faults(root, data, language))
 
 
 def _error_spans(root: Node, language: str | None = None, text: str | bytes = b"") -> list[tuple[str, int, int]]:
     """(type, start byte, end byte) of every ERROR and MISSING node. A hidden MISSING node (python's
     `_newline` between two statements on one line) is not among any node's children: a node flagged
-    `has_error` with no flagged child stands for it, with the node's own span. In Ruby, with the parse's `text`,
-    also each `end` that closes the wrong block (`ruby_blocks.end_faults`: tree-sitter reads a stray one as a
-    name)."""
+    `has_error` with no flagged child stands for it, with the node's own span. In Ruby and Lua, with the parse's
+    `text`, also each `end` that closes the wrong block (`end_blocks.end_faults`: tree-sitter-ruby reads a stray
+    one as a name)."""
     spans = []
-    if language == "ruby":
-        spans = end_faults(root, text.encode("utf-8") if isinstance(text, str) else text)
+    if reading(language) is not None:
+        spans = end_faults(root, text.encode("utf-8") if isinstance(text, str) else text, language)
     if not root.has_error:
         return spans
     stack = [root]

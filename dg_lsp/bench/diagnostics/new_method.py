@@ -22,13 +22,13 @@ from pathlib import Path
 def cases(root: str) -> list[tuple[Path, int, int]]:
     """(file, header row, `end` row) of each method whose body is 1-6 lines, in files Ruby (where there is one)
     passes."""
-    from dg_lsp.bench.metrics import ruby_checks
+    from dg_lsp.bench.metrics import own_check
     from dg_lsp.context.syntax import parsed
 
     out = []
     for path in sorted(Path(root).rglob("*.rb")):
         text = path.read_text(encoding="utf-8", errors="replace")
-        if ruby_checks(text) is False:
+        if own_check(text, "ruby") is False:
             continue
         lines = text.split("\n")
         stack = [parsed(text, "ruby").root_node]

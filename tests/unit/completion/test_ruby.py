@@ -1,5 +1,5 @@
 """Ruby: what the server shows for an engine answer in a Ruby document (`finish_suggestion` on the request's context:
-the windows, post-processing, the syntax gate with tree-sitter-ruby and its `end` rules, `completion/gate_ruby.py`
+the windows, post-processing, the syntax gate with tree-sitter-ruby and its `end` rules, `completion/gate_end_blocks.py`
 and `context/ruby_blocks.py`), in a small Rack-style middleware."""
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from dg_lsp.context import (
         ("php", "php"),
         ("PHP", "php"),
         ("ruby", "ruby"),
+        ("lua", "lua"),
     ],
 )
 def test_normalize_language(language_id, canonical):
@@ -83,6 +84,7 @@ def test_unknown_language_ids(language_id):
         ("tasks/release.rake", "ruby"),
         ("rack.gemspec", "ruby"),
         ("config.ru", "ruby"),
+        ("lua/vim/lsp/util.lua", "lua"),
         ("/home/u/README.md", None),
         ("Makefile", None),
     ],
@@ -100,7 +102,7 @@ def test_every_canonical_language_has_a_working_parser(name):
     assert get_language(name) is language
     assert get_parser(name) is parser
     assert parser.parse(b"x").root_node.type in {
-        "module", "program", "source_file", "translation_unit", "compilation_unit"
+        "module", "program", "source_file", "translation_unit", "compilation_unit", "chunk"
     }
 
 

@@ -1,4 +1,4 @@
-"""Ruby's `end`s that tree-sitter-ruby's parse leaves unsaid (`context/ruby_blocks.py`), as the syntax checks count
+"""Ruby's `end`s that tree-sitter-ruby's parse leaves unsaid (`context/end_blocks.py`), as the syntax checks count
 them (`context/syntax.py`)."""
 
 from __future__ import annotations

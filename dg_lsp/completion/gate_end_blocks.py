@@ -1,0 +1,184 @@
+"""The syntax gate's rules for the languages whose blocks close with `end` (Ruby, Lua: `context/end_blocks.py`): a
+block's header line and its `end` line, read by indentation.
+
+A hole where a block's header (`def call(env)`, `items.each do |item|`, `local function walk(node)`) or its `end`
+was leaves the file broken in a way no text that leaves it as broken makes worse: every `end` below re-pairs with
+the opener above it, and the window's error count is the same with a wrong line as without any. Ruby and Lua code
+lines an `end` up with its block's header (RuboCop's layout rules, StyLua's), so the lines around the hole say what
+the hole's line must be (each language's own keywords: Ruby's clauses below, Lua's `else`, `elseif` and `until`):
+- `must_close`: the first code line above the text's first line indented no deeper than it is a block's header
+  (or an `else`, `when`, `rescue` ... clause) at exactly its indentation, with that block's body between: the text's
+  line, back at the header's column, must end that block or continue it (`end`, `else`, `elsif`, `when`, `in`,
+  `rescue`, `ensure`), where a wrong line puts a statement at the header's level inside the block;
+- `must_open`: the code lines below the text's last line are indented deeper than it, down to an `end` (or a
+  clause) at exactly its indentation: the text's line must head that block (a header, a clause, or a line its
+  statement goes on from: `foo(a,`, over a `do` below), where a wrong line leaves the block's body and its `end`
+  with no header; and a block that takes the clause below it (a `def` over an `else` is a syntax error, an `if`
+  over a `rescue` too); a clause (`else`, `when` ...) must head lines indented deeper, or stand right over the `end`
+  or clause its block goes on with: over lines of its own level it leaves that block without its `end`.
+- a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
+  goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
+  window one ERROR node, in which the error count sees nothing, so none of these are left to it.
+The window's rules are read again on the whole document after the gate (`postprocess.gate_suggestion`): a block's
+body can run past the windows (a file's `module` and its `end`).
+
+The `end`s of the whole window are read by the error count (`end_blocks.end_faults`): an `end` that closes nothing,
+or one at a column its opener does not give. `with_its_end` reads the same lines for post-processing
+(`postprocess.finish`): a block the document has not closed keeps the `end` the model wrote for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from tree_sitter import Query, QueryCursor
+
+from dg_lsp.completion.brackets import indent_width, open_brackets
+from dg_lsp.context.end_blocks import reading
+from dg_lsp.context.languages import get_language
+from dg_lsp.context.syntax import parsed
+
+# the line's statement goes on below it
+_GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
+
+
+@functools.cache
+def _literal_query(language: str) -> Query:
+    return Query(get_language(language), reading(language).LITERAL_QUERY)
+
+
+def _literal_rows(text: str, language: str) -> set[int]:
+    """The rows of `text` that are inside a literal (a string's later lines, a long comment's: Ruby's heredoc
+    bodies, `=begin` comments and the data after `__END__`, Lua's `--[[`): their indentation is text, not code's."""
+    rows: set[int] = set()
+    blocks = reading(language)
+    for nodes in QueryCursor(_literal_query(language)).captures(parsed(text, language).root_node).values():
+        for node in nodes:
+            if node.type == "comment" and not blocks.is_long_comment(node.text):
+                continue  # a line comment: `code_of` drops it, and a line of it is no line of code
+            # from the row after the one it starts on, unless it starts that row (`=begin`, a heredoc's body)
+            first = node.start_point.row + (0 if node.start_point.column == 0 else 1)
+            rows.update(range(first, node.end_point.row + 1))
+    return rows
+
+
+def _code_lines(blocks, lines: list[str], rows: range, literal: set[int]):
+    """(row, indentation, code) of each line of `rows` with code (no blank, comment-only or literal line), read by
+    `blocks` (`end_blocks.reading`)."""
+    for row in rows:
+        if row in literal:
+            continue
+        code = blocks.code_of(lines[row])
+        if code.strip():
+            yield row, indent_width(code), code.strip()
+
+
+def block_judge(prefix: str, suffix: str, language: str):
+    """The rules of the module's docstring, as a test of a text that goes between `prefix` and `suffix` in
+    `language` (Ruby, Lua): True where it breaks one (never without the language's grammar: the gate passes every
+    text of a language it has no grammar for)."""
+    blocks = reading(language)
+    if get_language(language) is None:
+        return lambda text: False
+
+    def breaks(text: str) -> bool:
+        whole = prefix + text + suffix
+        lines = whole.split("\n")
+        first = prefix.count("\n")
+        last = first + text.rstrip().count("\n")
+        literal = None
+        head = lines[first]
+        if not head[: len(prefix) - prefix.rfind("\n") - 1].strip() and text.strip():
+            literal = _literal_rows(whole, language)
+            if first not in literal and must_close(blocks, lines, first, literal):
+                code = blocks.code_of(head).strip()
+                if code and not (blocks.END.match(code) or blocks.CLAUSE.match(code)):
+                    return True
+                if not code and not must_close(blocks, lines, last + 1, literal, width=indent_width(head)):
+                    return True  # a comment where the block's `end` was
+        tail = lines[last]
+        if text.strip() and not whole[len(prefix) + len(text.rstrip()):].split("\n", 1)[0].strip():
+            literal = _literal_rows(whole, language) if literal is None else literal
+            body = must_open(blocks, lines, last, literal)
+            if last not in literal and body:
+                code, clause = blocks.code_of(tail).strip(), blocks.CLAUSE.match(body[-1])
+                if not (blocks.opens_block(code) or blocks.CLAUSE.match(code)
+                        or _GOES_ON.search(code) and any(blocks.heads_block_below(line) for line in body[:-1])):
+                    return True  # the block's body and `end` below are left with no header
+                kind = blocks.block_kind(code)
+                if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
+                    return True  # a header whose block does not go on with the clause below (`def` over `else`)
+            elif last not in literal and blocks.CLAUSE.match(blocks.code_of(tail).strip()) \
+                    and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):
+                return True  # a clause over lines of its level: the `end` it continues the block to is not there
+            if last not in literal and open_brackets(text, language) \
+                    and not _goes_on_below(blocks, lines, last, literal):
+                return True  # a bracket the text opens and nothing below closes
+        return False
+    return breaks
+
+
+def _goes_on_below(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the next line after `row` goes on with its statement: a literal's (`%q{` over the string's lines), or
+    code indented deeper than `row`, or code that starts with a closing bracket."""
+    below = next((r for r in range(row + 1, len(lines)) if r in literal or blocks.code_of(lines[r]).strip()), None)
+    if below is None or below in literal:
+        return below is not None
+    code = blocks.code_of(lines[below])
+    return indent_width(code) > indent_width(lines[row]) or code.strip()[:1] in ")]}"
+
+
+def must_close(blocks, lines: list[str], row: int, literal: set[int], width: int | None = None) -> bool:
+    """Whether the line `row` (code at some indentation) comes back to the column of a block's header (or clause)
+    above it, with that block's body (lines indented deeper) between: it must end or continue that block. With
+    `width`, whether the first code line from `row` on indented no deeper than `width` does that at `width`: it is
+    the `end` or clause the block above it needs. The lines are read by `blocks` (`end_blocks.reading`)."""
+    if width is not None:
+        below = next((line for line in _code_lines(blocks, lines, range(row, len(lines)), literal)
+                      if line[1] <= width), None)
+        return below is not None and below[1] == width and \
+            bool(blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]))
+    width = indent_width(lines[row])
+    deeper = False
+    for _, indent, code in _code_lines(blocks, lines, range(row - 1, -1, -1), literal):
+        if indent > width:
+            deeper = True
+            continue
+        return deeper and indent == width and (blocks.opens_block(code) or bool(blocks.CLAUSE.match(code)))
+    return False
+
+
+def must_open(blocks, lines: list[str], row: int, literal: set[int]) -> list[str]:
+    """The code lines below `row` where they are indented deeper than it down to an `end` (or a clause) at exactly
+    its indentation, and that line last: the body of a block the line `row` must head, and what ends it; else []."""
+    width = indent_width(lines[row])
+    body = []
+    for _, indent, code in _code_lines(blocks, lines, range(row + 1, len(lines)), literal):
+        if indent > width:
+            body.append(code)
+            continue
+        return body + [code] if body and indent == width and \
+            (blocks.END.match(code) or blocks.CLAUSE.match(code)) else []
+    return []
+
+
+def with_its_end(cut: str, text: str, prefix: str, suffix: str, language: str) -> str:
+    """Ruby, Lua: `cut` (the start of `text` that `postprocess.cut_to_block` kept) with the line after it where that
+    line is the `end` of a block the cursor is in whose `end` the document does not have: the header above the hole
+    at that `end`'s column, with the kept lines for its body, and below the hole no `end` (or clause) at that column
+    before a line back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its
+    `end` with its body; where the `end` is there already, the cut stands."""
+    blocks = reading(language)
+    rest = text[len(cut):] if text.startswith(cut) else ""
+    if not rest.startswith("\n"):
+        return cut
+    line = rest[1:].split("\n", 1)[0].rstrip()
+    if not blocks.END.fullmatch(line.strip()):
+        return cut
+    lines = (prefix + cut + "\n" + line).split("\n")
+    width = indent_width(line)
+    if not must_close(blocks, lines, len(lines) - 1, set()) \
+            or must_close(blocks, suffix.split("\n"), 0, set(), width=width):
+        return cut
+    return cut + "\n" + line

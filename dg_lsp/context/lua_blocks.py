@@ -1,0 +1,125 @@
+"""Lua's blocks, read line by line: which lines open one, continue one (`else`, `elseif`) or close one (`end`,
+`until`), as `context/end_blocks.py` reads each language whose blocks close with a keyword.
+
+Lua's keywords are reserved (an `end` is never a name), so a line's blocks are its keywords counted outside
+strings and comments: `function`, `if`, `do` (a `for`'s and a `while`'s too) and `repeat` open one; `end` and
+`until` close the innermost. tree-sitter-lua reads a stray `end` as an error, but pairs `end`s with openers by count
+alone, as tree-sitter-ruby does: a text that drops a `function` line re-pairs every `end` below it until the
+file's last line. Lua code lines each line-leading `end` up with the line that opened its block (StyLua and
+LuaFormatter write it so), which `end_blocks.end_faults` reads.
+"""
+
+from __future__ import annotations
+
+import re
+
+# a line that continues the block above it at the header's column, and heads lines of its own
+CLAUSE = re.compile(r"(else|elseif)\b")
+# a line that closes the block above it (a `repeat`'s `until` with its condition)
+END = re.compile(r"(end|until)\b")
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+_OPENS = {"function": "function", "if": "if", "do": "do", "repeat": "repeat"}
+_CLOSES = ("end", "until")
+_LONG_OPEN = re.compile(r"\[(=*)\[")
+_LONG_COMMENT = re.compile(rb"--\[=*\[")
+# tree-sitter-lua's nodes whose later lines are text, not code: strings, and comments (a long one's, `--[[`)
+LITERAL_QUERY = "(string) @string (comment) @comment"
+# tree-sitter-lua's `end`s (a stray one is an ERROR node already: `end` is a keyword)
+END_QUERY = '"end" @end'
+# blocks whose `end` may line up with the line of the call they are an argument of
+CALL_BLOCKS = ("function_definition",)
+
+
+def is_long_comment(text: bytes) -> bool:
+    """Whether a comment node's text is a long comment, whose later lines are the comment's (`--[[ ... ]]`)."""
+    return _LONG_COMMENT.match(text) is not None
+
+
+def stray(node) -> bool:
+    """No `end` of tree-sitter-lua's is a stray read as a name: it errs."""
+    return False
+
+
+def _code_and_words(line: str) -> tuple[str, str]:
+    """The line with its comment dropped (a `--` outside its strings) and trailing blanks too, and the same with the
+    strings' contents blanked out (a long string's `[[` left open runs to the line's end)."""
+    quote = None
+    words = []
+    at = 0
+    while at < len(line):
+        char = line[at]
+        if quote is not None:
+            if char == "\\":
+                words.append("  ")
+                at += 2
+                continue
+            if char == quote:
+                quote = None
+            words.append(char if quote is None else " ")
+        elif char in "'\"":
+            quote = char
+            words.append(char)
+        elif line.startswith("--", at):
+            return line[:at].rstrip(), "".join(words).rstrip()
+        elif char == "[" and _LONG_OPEN.match(line, at):
+            level = _LONG_OPEN.match(line, at).group(1)
+            close = line.find("]" + level + "]", at)
+            if close < 0:
+                return line.rstrip(), "".join(words).rstrip()
+            words.append(" " * (close + len(level) + 2 - at))
+            at = close + len(level) + 2
+            continue
+        else:
+            words.append(char)
+        at += 1
+    return line.rstrip(), "".join(words).rstrip()
+
+
+def code_of(line: str) -> str:
+    """A line's code: its comment (a `--` outside the line's strings) dropped, trailing blanks too (a string or long
+    comment another line opened is not followed)."""
+    return _code_and_words(line)[0]
+
+
+def _open_kinds(code: str) -> list[str]:
+    """The blocks a line's code opens and leaves open on it, outermost first (`end, function(err)` leaves one)."""
+    stack: list[str] = []
+    for word in _WORDS.findall(_code_and_words(code)[1]):
+        if word in _OPENS:
+            if word == "do" and stack[-1:] == ["loop"]:
+                stack[-1] = "do"  # a `for`'s or `while`'s `do`: the loop's block, opened once
+            else:
+                stack.append(_OPENS[word])
+        elif word in ("for", "while"):
+            stack.append("loop")
+        elif word in _CLOSES and stack:
+            stack.pop()
+    return [kind for kind in stack if kind != "loop"]
+
+
+def opens_block(code: str) -> bool:
+    """Whether a line's code (`code_of`) opens a block its `end` (or `until`) closes on a later line."""
+    return bool(_open_kinds(code))
+
+
+def block_kind(code: str) -> str | None:
+    """The keyword of the block or clause a line's code (`code_of`) heads (`function`, `if`, `do`, `repeat`,
+    `else`, `elseif`); None for a line that heads none."""
+    code = code.strip()
+    clause = CLAUSE.match(code)
+    if clause and not _open_kinds(code[clause.end():]):
+        return clause.group(1)
+    kinds = _open_kinds(code)
+    return kinds[-1] if kinds else None
+
+
+def takes_clause(kind: str, clause: str) -> bool:
+    """Whether a block headed by `kind` (`block_kind`) goes on with `clause` at its header's column: an `if`'s and
+    an `elseif`'s take `elseif` and `else`, no other block takes one."""
+    return kind in ("if", "elseif")
+
+
+def heads_block_below(code: str) -> bool:
+    """Whether a line below a statement's start that goes on (`foo(a,`) can be the block the body is in: a line
+    that opens one (`function(err)`)."""
+    return opens_block(code)
