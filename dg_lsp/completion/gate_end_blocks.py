@@ -109,7 +109,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                 kind = blocks.block_kind(code)
                 if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
-            elif last not in literal and blocks.CLAUSE.match(blocks.code_of(tail).strip()) \
+            elif last not in literal and blocks.CLAUSE.match(code := blocks.code_of(tail).strip()) \
+                    and blocks.leaves_block_open(code) \
                     and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):
                 return True  # a clause over lines of its level: the `end` it continues the block to is not there
             if last not in literal and open_brackets(text, language) \

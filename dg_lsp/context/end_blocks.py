@@ -1,7 +1,7 @@
 """The languages whose blocks close with a keyword, `end`: Ruby and Lua. Each one's lines are read by a module of the
 same names (`reading`): `code_of` (a line's code, its comment dropped), `opens_block`, `block_kind`, `takes_clause`,
-`heads_block_below`, `END` and `CLAUSE` (a line that closes, or continues, the block above it), and what its
-grammar's parse says (`END_QUERY`, `stray`, `CALL_BLOCKS`, `LITERAL_QUERY`, `is_long_comment`).
+`leaves_block_open`, `heads_block_below`, `END` and `CLAUSE` (a line that closes, or continues, the block above
+it), and what its grammar's parse says (`END_QUERY`, `stray`, `CALL_BLOCKS`, `LITERAL_QUERY`, `is_long_comment`).
 
 Both grammars pair `end`s with openers by count alone, so a text that drops a block's header line, or adds one,
 re-pairs every `end` below it with no error until the file's last line. Both languages' code lines each

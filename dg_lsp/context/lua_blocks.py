@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 
-# a line that continues the block above it at the header's column, and heads lines of its own
-CLAUSE = re.compile(r"(else|elseif)\b")
+# a line that continues the block above it at the header's column, and heads lines of its own (a `then` or `do`
+# alone: the last line of a header of several lines)
+CLAUSE = re.compile(r"(else|elseif|then|do)\b")
 # a line that closes the block above it (a `repeat`'s `until` with its condition)
 END = re.compile(r"(end|until)\b")
 _WORDS = re.compile(r"[A-Za-z_]\w*")
-_OPENS = {"function": "function", "if": "if", "do": "do", "repeat": "repeat"}
 _CLOSES = ("end", "until")
 _LONG_OPEN = re.compile(r"\[(=*)\[")
 _LONG_COMMENT = re.compile(rb"--\[=*\[")
@@ -82,41 +82,67 @@ def code_of(line: str) -> str:
 
 
 def _open_kinds(code: str) -> list[str]:
-    """The blocks a line's code opens and leaves open on it, outermost first (`end, function(err)` leaves one)."""
+    """The blocks (and clauses) a line's code opens and leaves open on it, outermost first: `end, function(err)`
+    leaves a `function`, `elseif x then` an `elseif`, `then` alone (a condition's last line) a `then`, `for k, v in
+    pairs(t)` (its `do` on a later line) a `do`."""
     stack: list[str] = []
     for word in _WORDS.findall(_code_and_words(code)[1]):
-        if word in _OPENS:
-            if word == "do" and stack[-1:] == ["loop"]:
-                stack[-1] = "do"  # a `for`'s or `while`'s `do`: the loop's block, opened once
+        top = stack[-1] if stack else None
+        if word == "if":
+            stack.append("?if")  # `?`: waiting for its `then`
+        elif word in ("elseif", "else"):
+            kind = "?elseif" if word == "elseif" else "else"
+            if top in ("if", "elseif", "then"):
+                stack[-1] = kind  # the same block goes on
             else:
-                stack.append(_OPENS[word])
+                stack.append(kind)
+        elif word == "then":
+            if top in ("?if", "?elseif"):
+                stack[-1] = top[1:]
+            else:
+                stack.append("then")
         elif word in ("for", "while"):
-            stack.append("loop")
+            stack.append("?do")
+        elif word == "do":
+            if top == "?do":
+                stack[-1] = "do"
+            else:
+                stack.append("do")
+        elif word in ("function", "repeat"):
+            stack.append(word)
         elif word in _CLOSES and stack:
             stack.pop()
-    return [kind for kind in stack if kind != "loop"]
+    return [kind.lstrip("?") for kind in stack]
 
 
 def opens_block(code: str) -> bool:
-    """Whether a line's code (`code_of`) opens a block its `end` (or `until`) closes on a later line."""
+    """Whether a line's code (`code_of`) opens a block (or a clause of one) its `end` (or `until`) closes on a later
+    line."""
     return bool(_open_kinds(code))
 
 
+def leaves_block_open(code: str) -> bool:
+    """Whether a clause's line (`else`, `elseif x then`) leaves its block open for lines of its own (`elseif x then y
+    end` closes it)."""
+    return opens_block(code)
+
+
 def block_kind(code: str) -> str | None:
-    """The keyword of the block or clause a line's code (`code_of`) heads (`function`, `if`, `do`, `repeat`,
-    `else`, `elseif`); None for a line that heads none."""
-    code = code.strip()
-    clause = CLAUSE.match(code)
-    if clause and not _open_kinds(code[clause.end():]):
-        return clause.group(1)
-    kinds = _open_kinds(code)
+    """The keyword of the block or clause a line's code (`code_of`) heads (`function`, `if`, `do`, `repeat`, `else`,
+    `elseif`, `then`); None for a line that heads none."""
+    kinds = _open_kinds(code.strip())
     return kinds[-1] if kinds else None
 
 
 def takes_clause(kind: str, clause: str) -> bool:
-    """Whether a block headed by `kind` (`block_kind`) goes on with `clause` at its header's column: an `if`'s and
-    an `elseif`'s take `elseif` and `else`, no other block takes one."""
-    return kind in ("if", "elseif")
+    """Whether a block headed by `kind` (`block_kind`) goes on with `clause` at its header's column: an `if`'s (and
+    an `elseif`'s, a `then`'s) take `elseif` and `else`, an `if`'s and `elseif`'s a `then` (a condition of several
+    lines), a loop's its `do`; no other block takes one."""
+    if clause == "then":
+        return kind in ("if", "elseif")
+    if clause == "do":
+        return kind == "do"
+    return kind in ("if", "elseif", "then")
 
 
 def heads_block_below(code: str) -> bool:

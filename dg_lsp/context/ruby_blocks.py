@@ -57,6 +57,12 @@ def opens_block(code: str) -> bool:
     return bool(DO.search(code) or _BLOCK_VALUE.search(code))
 
 
+def leaves_block_open(code: str) -> bool:
+    """Whether a clause's line (`else`, `rescue => e`) leaves its block open for lines of its own (`else nil end`
+    closes it)."""
+    return not _ONE_LINE_END.search(code)
+
+
 def block_kind(code: str) -> str | None:
     """The keyword of the block or clause a line's code (`code_of`) heads (`def`, `if`, `else`, `do` ...); None for
     a line that heads none."""

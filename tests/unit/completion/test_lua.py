@@ -109,6 +109,16 @@ def test_an_if_takes_elseif_and_else_and_a_loop_takes_neither():
     assert _shown("  local n = buf\n", line) == ""
 
 
+def test_a_condition_of_several_lines_ends_with_its_then_and_a_clause_may_close_its_block():
+    source = MODULE.replace("  if self.seen[buf] then\n", "  if self.seen[buf]\n    and buf > 0\n  @@\n")
+    assert shown_at_hole(source, "lua", "then\n") == "then"
+    assert shown_at_hole(source, "lua", "self.n = 1\n") == ""
+    source = MODULE.replace("  elseif buf < 0 then\n    error(\"no buffer\")\n  end\n",
+                            "@@")
+    answer = "  elseif buf < 0 then error(\"no buffer\") end\n"
+    assert shown_at_hole(source, "lua", answer) == answer
+
+
 def test_an_end_the_suffix_has_too_is_kept_where_it_closes_a_deeper_block():
     # `    end` over the suffix's `  end` closes the `if`, not the loop: not a repeat of the next line
     line = "    end\n  end\n  self.seen"

@@ -21,6 +21,11 @@ from dg_lsp.context.syntax import error_spans, parses_clean_with
     ("repeat", "repeat"),
     ("elseif x > 0 then", "elseif"),
     ("else", "else"),
+    ("if a and", "if"),  # a condition of several lines: its `then` below
+    ("then", "then"),
+    ("for k, v in pairs(t)", "do"),
+    ("elseif x then y = 1 end", None),  # a clause that closes its block on its line
+    ("if a then x = 1 elseif b then x = 2 end", None),
     ("if ok then return end", None),
     ("local f = function(x) return x end", None),
     ("for _, v in ipairs(t) do print(v) end", None),
@@ -40,8 +45,10 @@ def test_code_of_drops_the_comment_outside_strings():
     assert lua_blocks.code_of("local s = [[ -- ]] -- note") == "local s = [[ -- ]]"
 
 
-def test_an_if_takes_elseif_and_else_and_other_blocks_take_no_clause():
+def test_an_if_takes_elseif_else_and_then_a_loop_its_do_and_other_blocks_no_clause():
     assert lua_blocks.takes_clause("if", "else") and lua_blocks.takes_clause("elseif", "elseif")
+    assert lua_blocks.takes_clause("then", "else") and lua_blocks.takes_clause("if", "then")
+    assert lua_blocks.takes_clause("do", "do") and not lua_blocks.takes_clause("function", "do")
     assert not lua_blocks.takes_clause("function", "else") and not lua_blocks.takes_clause("do", "elseif")
     assert not lua_blocks.takes_clause("else", "else")
 
