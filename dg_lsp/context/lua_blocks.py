@@ -5,7 +5,8 @@ Lua's keywords are reserved (an `end` is never a name), so a line's blocks are i
 strings and comments: `function`, `if`, `do` (a `for`'s and a `while`'s too) and `repeat` open one; `end` and
 `until` close the innermost. tree-sitter-lua reads a stray `end` as an error, but pairs `end`s with openers by count
 alone, as tree-sitter-ruby does: a text that drops a `function` line re-pairs every `end` below it until the
-file's last line. Lua code lines each line-leading `end` up with the line that opened its block (StyLua and
+file's last line. Its recovery from some broken lines reads a keyword as a name (`end_blocks.end_faults` counts
+those). Lua code lines each line-leading `end` up with the line that opened its block (StyLua and
 LuaFormatter write it so), which `end_blocks.end_faults` reads.
 """
 
@@ -24,8 +25,12 @@ _LONG_OPEN = re.compile(r"\[(=*)\[")
 _LONG_COMMENT = re.compile(rb"--\[=*\[")
 # tree-sitter-lua's nodes whose later lines are text, not code: strings, and comments (a long one's, `--[[`)
 LITERAL_QUERY = "(string) @string (comment) @comment"
-# tree-sitter-lua's `end`s (a stray one is an ERROR node already: `end` is a keyword)
-END_QUERY = '"end" @end'
+# Lua's reserved words: none is a name
+_KEYWORDS = ("and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in", "local",
+             "nil", "not", "or", "repeat", "return", "then", "true", "until", "while")
+# tree-sitter-lua's `end`s, and the identifiers it reads a keyword as: its recovery from `env = env,` over an `else`
+# takes the `else` for the list's next name, and the `if`'s `end` with it, with no ERROR node
+END_QUERY = '"end" @end ((identifier) @stray (#match? @stray "^(' + "|".join(_KEYWORDS) + ')$"))'
 # blocks whose `end` may line up with the line of the call they are an argument of
 CALL_BLOCKS = ("function_definition",)
 
@@ -36,8 +41,9 @@ def is_long_comment(text: bytes) -> bool:
 
 
 def stray(node) -> bool:
-    """No `end` of tree-sitter-lua's is a stray read as a name: it errs."""
-    return False
+    """Whether an identifier that is a keyword (`END_QUERY`'s `stray`) is an error: always (Lua's keywords are
+    reserved)."""
+    return True
 
 
 def _code_and_words(line: str) -> tuple[str, str]:

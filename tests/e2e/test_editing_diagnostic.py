@@ -59,6 +59,13 @@ def test_ruby_statements_are_its_assignments_calls_and_returns():
     assert sorted(editing.statements(ruby, random.Random(0), 10, "ruby")) == [2, 3, 7]
 
 
+def test_lua_statements_are_its_assignments_locals_calls_and_returns():
+    lua = ("local function f(xs)\n  local total = xs\n  total = total + 1\n  log(total)\n  if total > 2 then\n"
+           "    total = total - 1\n  end\n  return total\nend\n")
+    # not the first, not the if or its body
+    assert sorted(editing.statements(lua, random.Random(0), 10, "lua")) == [2, 3, 7]
+
+
 # per checker: the file (under the test's folder), its language, the statement's row, and a text that declares its
 # name again
 CASES = {
@@ -83,9 +90,16 @@ CASES = {
     # Ruby: an `end` that closes the method early, whose own `end` then closes nothing: tree-sitter-ruby reads that
     # one as a name, with no error node
     "ruby": ("mod.rb", "def f(xs)\n  total = xs\n  total += 1\n  total\nend\n", "ruby", 2, "end"),
+    # Lua: `...` in a function that takes none, which luac refuses and tree-sitter-lua parses
+    "luac": ("mod.lua", "local function f(xs)\n  local total = xs\n  total = total + 1\n  return total\nend\n",
+             "lua", 2, "total = ..."),
     "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
              "python", 3, "total += self.missing"),
 }
+
+
+# per language, where it is not `total += 2;`: a text each compiler takes
+FINE = {"go": "total += 2", "php": "$total += 2;", "lua": "total = total + 2"}
 
 
 @pytest.mark.parametrize("checker", sorted(CASES))
@@ -94,8 +108,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     `src` folder above the file); so does an assignment to an immutable local, which cargo refuses (a crate whose
     dev-dependency is nowhere: checking its library does not need it), a name nothing binds, which pyflakes
     reports (and TypeScript's compiler, in JavaScript: `tsc-names`), an attribute the class does not have, which
-    mypy reports, PHP's `break` outside a loop, which `php -l` refuses, and Ruby's stray `end`, which `ruby -c`
-    refuses."""
+    mypy reports, PHP's `break` outside a loop, which `php -l` refuses, Ruby's stray `end`, which `ruby -c`
+    refuses, and Lua's `...` outside a function that takes it, which `luac -p` refuses."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):
@@ -108,8 +122,7 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
         (tmp_path / "Cargo.toml").write_text('[package]\nname = "m"\nversion = "0.1.0"\nedition = "2021"\n\n'
                                              '[dev-dependencies]\nnot-there = "1"\n', encoding="utf-8")
     rows = [{"file": str(path), "line": row + 1, "scenario": "select", "shown": True, "text": text,
-             "language": language} for text in (twice, {"go": "total += 2", "php": "$total += 2;"}.get(language,
-                                                                                                    "total += 2;"))]
+             "language": language} for text in (twice, FINE.get(language, "total += 2;"))]
     editing.check_with(rows, checker, 0)
     assert [r["compiler_broken"] for r in rows] == [True, False] and all(r["compiler_judged"] for r in rows)
     assert rows[0]["compiler_errors"] and rows[1]["compiler_errors"] == []

@@ -24,6 +24,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   outside a loop, `$this` reassigned, an abstract method with a body);
 - `ruby`: `ruby -c` (Ruby's own parser, nothing run: an `end` that closes nothing, a block left open, an `else`
   in a `def` with no `rescue`);
+- `luac`: `luac -p` (Lua's own parser, nothing run: an `end` that closes nothing, a block left open, a `...` in a
+  function that takes none);
 - `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
   duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
@@ -52,7 +54,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "ruby", "pyflakes", "mypy")
+CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "ruby", "luac", "pyflakes", "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -117,7 +119,7 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
-    if checker in ("javac", "go", "cargo", "php", "ruby") and shutil.which(checker) is None:
+    if checker in ("javac", "go", "cargo", "php", "ruby", "luac") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
     if checker in ("pyflakes", "mypy") and importlib.util.find_spec(checker) is None:
         return f"{checker} is not installed: pip install 'dg-lsp[bench]'"
@@ -305,6 +307,13 @@ def _ruby_errors(text: str, folder: str) -> list[str]:
                                             if "error" in line.lower()] or ["error"]
 
 
+def _luac_errors(text: str, folder: str) -> list[str]:
+    path = _write(folder, "check.lua", text)
+    done = subprocess.run(["luac", "-p", path], capture_output=True, text=True, timeout=60)
+    return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
+                                            if line.strip()] or ["error"]
+
+
 def _added(before: list, after: list) -> list[str]:
     """What `after` holds more often than `before`, once each, sorted."""
     return [str(c) for c in sorted(set(after)) if after.count(c) > before.count(c)]
@@ -354,6 +363,8 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _php_errors(text, folder)
                 elif checker == "ruby":
                     known[text, source] = _ruby_errors(text, folder)
+                elif checker == "luac":
+                    known[text, source] = _luac_errors(text, folder)
                 else:
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]

@@ -53,6 +53,8 @@ SIMPLE_STATEMENTS = frozenset({
     "dec_statement", "throw_statement", "var_declaration", "const_declaration"})
 # Ruby's statements are its expressions
 RUBY_STATEMENTS = frozenset({"assignment", "operator_assignment", "call", "return"})
+# a call is one of Lua's statements
+LUA_STATEMENTS = SIMPLE_STATEMENTS | {"function_call"}
 
 
 def source_files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -96,13 +98,15 @@ def _tree_sitter_statements(text: str, language: str) -> set[int]:
         node = stack.pop()
         stack.extend(node.children)
         body = node.child_by_field_name("body") if "function" in node.type or "method" in node.type else None
+        if body is None and language == "lua" and node.type in ("function_declaration", "function_definition"):
+            body = next((child for child in node.named_children if child.type == "block"), None)  # no field
         if body is None:
             continue
         if [child.type for child in body.named_children] == ["statement_list"]:  # Go's block holds one
             body = body.named_children[0]
         for st in [child for child in body.named_children if "comment" not in child.type][1:]:
             row = st.start_point.row
-            simple = st.type in (RUBY_STATEMENTS if language == "ruby" else SIMPLE_STATEMENTS)
+            simple = st.type in {"ruby": RUBY_STATEMENTS, "lua": LUA_STATEMENTS}.get(language, SIMPLE_STATEMENTS)
             if simple and row == st.end_point.row and lines[row].strip() == st.text.decode():
                 rows.add(row)
     return rows

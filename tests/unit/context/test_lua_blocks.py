@@ -82,3 +82,10 @@ def test_a_document_with_a_misaligned_end_does_not_parse_clean():
     assert parses_clean_with(SOURCE, start, start, "", "lua")
     at = SOURCE.index("    end\n  end")
     assert not parses_clean_with(SOURCE, at, at + len("    end"), "end", "lua")
+
+
+def test_a_keyword_read_as_a_name_is_an_error():
+    # tree-sitter-lua's recovery from a table field's line in an `if` takes the `else` below for the list's next
+    # name (and the `if`'s `end` with it), with no ERROR node; luac: "unexpected symbol near 'else'"
+    source = "local function f()\n  if ok then\n    env = env,\n  else\n    r = 1\n  end\nend\n"
+    assert [(kind, source[a:b]) for kind, a, b in error_spans(source, "lua")] == [("END", "else")]
