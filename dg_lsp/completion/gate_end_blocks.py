@@ -15,7 +15,9 @@ the hole's line must be (each language's own keywords: Ruby's clauses below, Lua
   statement goes on from: `foo(a,`, over a `do` below), where a wrong line leaves the block's body and its `end`
   with no header; and a block that takes the clause below it (a `def` over an `else` is a syntax error, an `if`
   over a `rescue` too); a clause (`else`, `when` ...) must head lines indented deeper, or stand right over the `end`
-  or clause its block goes on with: over lines of its own level it leaves that block without its `end`.
+  or clause its block goes on with: over lines of its own level it leaves that block without its `end`; and over a
+  block whose `end` line closes a bracket too (`end)`, `end, keys)`: a callback's, a `do` block's in a call), the
+  line must end inside a bracket (`table.sort(items, function(a, b)`, `end, function(err)` in a call).
 - a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
   goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
   window one ERROR node, in which the error count sees nothing, so none of these are left to it.
@@ -34,7 +36,7 @@ import re
 
 from tree_sitter import Query, QueryCursor
 
-from dg_lsp.completion.brackets import indent_width, open_brackets
+from dg_lsp.completion.brackets import first_unopened_closer, indent_width, open_brackets
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
@@ -109,6 +111,9 @@ def block_judge(prefix: str, suffix: str, language: str):
                 kind = blocks.block_kind(code)
                 if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
+                if blocks.END.match(body[-1]) and first_unopened_closer(body[-1], 0, language) is not None \
+                        and not open_brackets("\n".join(lines[:last + 1]), language):
+                    return True  # `end)` below closes a bracket that nothing is in at its header's line
             elif last not in literal and blocks.CLAUSE.match(code := blocks.code_of(tail).strip()) \
                     and blocks.leaves_block_open(code) \
                     and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):

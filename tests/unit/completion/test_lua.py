@@ -160,3 +160,9 @@ def test_a_long_string_and_a_long_comment_are_text():
     ctx = extract_context(prefix + suffix, "lua", prefix.count("\n"), 0)
     shown = finish_suggestion("more text\n", [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
     assert shown == "more text\n"
+
+
+def test_a_callbacks_header_must_be_inside_the_call_its_end_closes():
+    # `end, vim.tbl_keys(...))` below closes the call the header line opens: a function declared there opens none
+    line = "  vim.tbl_map(function(buf)\n"
+    assert _shown("  local function add(buf)\n", line) == ""
