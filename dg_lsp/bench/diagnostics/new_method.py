@@ -1,14 +1,15 @@
-"""A Ruby method being written with no `end` under it yet, with no model run: what the server shows for its right
-text.
+"""A Ruby method (or a Lua function) being written with no `end` under it yet, with no model run: what the server
+shows for its right text.
 
-    python -m dg_lsp.bench.diagnostics.new_method DIR [--n 150] [--seed 0]
+    python -m dg_lsp.bench.diagnostics.new_method DIR [--language ruby|lua] [--n 150] [--seed 0]
 
-Each method of the `.rb` files under DIR (those `ruby -c` passes, or all where no `ruby` is on PATH) whose body is
-1-6 lines loses its body and its `end`; the cursor sits on an empty line under its header at the body's
-indentation, as an editor leaves it after Enter with no endwise plug-in. The right text is the body and the `end`.
-It goes through post-processing and the gate with the whole document (`postprocess.finish_suggestion`); prints how
-many are shown, shown whole (the body and the `end`), and leave the file valid (the bench's `syntax_valid`:
-`ruby -c` where there is one).
+Each method of the `.rb` files under DIR (each function of the `.lua` files: declared, or a value such as
+`M.f = function(x)`, its `end` alone on its line) whose body is 1-6 lines loses its body and its `end`, in the
+files the language's own check passes (`ruby -c`, `luac -p`; all where it is not on PATH); the cursor sits on an
+empty line under its header at the body's indentation, as an editor leaves it after Enter with no endwise plug-in.
+The right text is the body and the `end`. It goes through post-processing and the gate with the whole document
+(`postprocess.finish_suggestion`); prints how many are shown, shown whole (the body and the `end`), and leave the
+file valid (the bench's `syntax_valid`: the language's own check where there is one).
 """
 
 from __future__ import annotations
@@ -19,35 +20,40 @@ import sys
 from pathlib import Path
 
 
-def cases(root: str) -> list[tuple[Path, int, int]]:
-    """(file, header row, `end` row) of each method whose body is 1-6 lines, in files Ruby (where there is one)
-    passes."""
+# per language: the files' extension, and the nodes that are a method (a function) closed by `end`
+_METHODS = {"ruby": ("*.rb", ("method",)), "lua": ("*.lua", ("function_declaration", "function_definition"))}
+
+
+def cases(root: str, language: str = "ruby") -> list[tuple[Path, int, int]]:
+    """(file, header row, `end` row) of each method (function) whose body is 1-6 lines, in files the language's own
+    check (where there is one) passes."""
     from dg_lsp.bench.metrics import own_check
     from dg_lsp.context.syntax import parsed
 
+    pattern, kinds = _METHODS[language]
     out = []
-    for path in sorted(Path(root).rglob("*.rb")):
+    for path in sorted(Path(root).rglob(pattern)):
         text = path.read_text(encoding="utf-8", errors="replace")
-        if own_check(text, "ruby") is False:
+        if own_check(text, language) is False:
             continue
         lines = text.split("\n")
-        stack = [parsed(text, "ruby").root_node]
+        stack = [parsed(text, language).root_node]
         while stack:
             node = stack.pop()
             stack.extend(node.children)
             first, last = node.start_point.row, node.end_point.row
-            if node.type == "method" and 2 <= last - first <= 7 and lines[last].strip() == "end" \
+            if node.type in kinds and 2 <= last - first <= 7 and lines[last].strip() == "end" \
                     and lines[first + 1].strip():
                 out.append((path, first, last))
     return out
 
 
-def run(root: str, n: int, seed: int) -> dict:
+def run(root: str, n: int, seed: int, language: str = "ruby") -> dict:
     from dg_lsp.bench.metrics import syntax_valid
     from dg_lsp.completion.postprocess import finish_suggestion
     from dg_lsp.context import extract_context
 
-    picked = cases(root)
+    picked = cases(root, language)
     random.Random(seed).shuffle(picked)
     count = {"methods": 0, "shown": 0, "whole": 0, "valid": 0}
     for path, first, last in picked[:n]:
@@ -56,13 +62,13 @@ def run(root: str, n: int, seed: int) -> dict:
         right = "\n".join([lines[first + 1][indent:]] + lines[first + 2:last + 1]) + "\n"
         prefix = "\n".join(lines[:first + 1]) + "\n" + " " * indent
         suffix = "\n" + "\n".join(lines[last + 1:])
-        ctx = extract_context(prefix + suffix, "ruby", first + 1, indent)
+        ctx = extract_context(prefix + suffix, language, first + 1, indent)
         shown = finish_suggestion(right, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
         original = "\n".join(lines)
         count["methods"] += 1
         count["shown"] += bool(shown)
         count["whole"] += shown.rstrip("\n") == right.rstrip("\n")
-        count["valid"] += bool(shown) and syntax_valid(original, prefix + shown + suffix, "ruby") is True
+        count["valid"] += bool(shown) and syntax_valid(original, prefix + shown + suffix, language) is True
     return count
 
 
@@ -70,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.new_method", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", metavar="DIR")
+    p.add_argument("--language", choices=sorted(_METHODS), default="ruby")
     p.add_argument("--n", type=int, default=150, help="methods drawn (seeded)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    count = run(args.root, args.n, args.seed)
+    count = run(args.root, args.n, args.seed, args.language)
     print(f"{count['methods']} methods written with no end below: {count['shown']} shown, {count['whole']} shown "
           f"whole (the body and the end), {count['valid']} leave the file valid")
     return 0
