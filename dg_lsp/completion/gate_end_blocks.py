@@ -36,7 +36,7 @@ import re
 
 from tree_sitter import Query, QueryCursor
 
-from dg_lsp.completion.brackets import first_unopened_closer, indent_width, open_brackets
+from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
@@ -169,6 +169,15 @@ def must_open(blocks, lines: list[str], row: int, literal: set[int]) -> list[str
     return []
 
 
+def _closes_what_is_open(closers: str, before: str, suffix: str, language: str) -> bool:
+    """Whether `closers` (brackets, no comma: `)`, `})`) after an `end` close the brackets still open at the end of
+    `before`, innermost first, and the suffix's next code does not close them already (an editor's auto-closed `)`
+    on the line below the cursor)."""
+    opened = open_brackets(before, language)
+    return "," not in closers and len(closers) <= len(opened) and suffix.lstrip()[:1] not in PAIRS and \
+        all(opened[-1 - i] == PAIRS[closer] for i, closer in enumerate(closers))
+
+
 def with_its_end(cut: str, text: str, prefix: str, suffix: str, language: str) -> str:
     """Ruby, Lua: `cut` (the start of `text` that `postprocess.cut_to_block` kept) with the line after it where that
     line is the `end` of a block the cursor is in whose `end` the document does not have: the header above the hole
@@ -180,8 +189,12 @@ def with_its_end(cut: str, text: str, prefix: str, suffix: str, language: str) -
     if not rest.startswith("\n"):
         return cut
     line = rest[1:].split("\n", 1)[0].rstrip()
-    if not blocks.END.fullmatch(line.strip()):
-        return cut
+    end = blocks.END.match(line.strip())
+    if end is None or line.strip()[end.end():].strip(" )]},"):
+        return cut  # not an `end` (with the brackets it closes after it: a callback's `end)`)
+    closers = line.strip()[end.end():].replace(" ", "")
+    if closers and not _closes_what_is_open(closers, prefix + cut, suffix, language):
+        line = line[:len(line) - len(line.lstrip())] + end.group()  # the suffix's closers, or a guess: the `end` alone
     lines = (prefix + cut + "\n" + line).split("\n")
     width = indent_width(line)
     if not must_close(blocks, lines, len(lines) - 1, set()) \

@@ -166,3 +166,21 @@ def test_a_callbacks_header_must_be_inside_the_call_its_end_closes():
     # `end, vim.tbl_keys(...))` below closes the call the header line opens: a function declared there opens none
     line = "  vim.tbl_map(function(buf)\n"
     assert _shown("  local function add(buf)\n", line) == ""
+
+
+# a callback being written (`vim.keymap.set(..., function()` and Enter), its `end` not in the document yet: the
+# editor's auto-closed `)` on the line below (VS Code, nvim-autopairs), or nothing there
+CALLBACK = "local M = {}\n\nfunction M.setup()\n  vim.keymap.set('n', 'x', function()\n    "
+AUTOCLOSED = "\n  )\nend\n\nreturn M\n"
+OPEN = "\nend\n\nreturn M\n"
+
+
+def _in_callback(text: str, below: str) -> str:
+    ctx = extract_context(CALLBACK + below, "lua", CALLBACK.count("\n"), 4)
+    return finish_suggestion(text, [], CALLBACK, ctx, selection=False, max_lines=8, document=CALLBACK + below)
+
+
+def test_a_callbacks_end_keeps_the_bracket_it_closes_where_nothing_below_closes_it():
+    assert _in_callback("vim.cmd('w')\n  end)\nend\n", OPEN) == "vim.cmd('w')\n  end)"
+    # the editor's `)` below closes the call: the `end` alone
+    assert _in_callback("vim.cmd('w')\n  end)\nend\n", AUTOCLOSED) == "vim.cmd('w')\n  end"
