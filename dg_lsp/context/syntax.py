@@ -222,8 +222,13 @@ def insertion_breaks_syntax(prefix: str, text: str, suffix: str, language: str |
         before = error_spans(prefix + suffix, language)
     root = parsed(prefix + text + suffix, language).root_node
     after = _error_spans(root, language, prefix + text + suffix)
-    start = len(prefix.encode("utf-8"))
+    data = prefix.encode("utf-8")
+    start = len(data)
     inserted = len(text.encode("utf-8"))
+    # a MISSING node with nothing but blanks between it and the hole is at the hole: the token it stands for (the
+    # `end` of a block the document has not closed) is missing after whatever goes there
+    before = [(kind, start, start) if s == e < start and not data[s:start].strip() else (kind, s, e)
+              for kind, s, e in before]
     if len(after) >= len(before) and new_errors(before, after, start, inserted):
         return True
     return opens_unclosed_literal(root, start, start + inserted)

@@ -180,6 +180,12 @@ def _in_callback(text: str, below: str) -> str:
     return finish_suggestion(text, [], CALLBACK, ctx, selection=False, max_lines=8, document=CALLBACK + below)
 
 
+def test_a_callbacks_body_is_shown_in_a_block_the_document_has_not_closed():
+    # the `end` the document lacks is missing after the text as it was before it: no new error
+    assert _in_callback("vim.cmd('w')\n", AUTOCLOSED) == "vim.cmd('w')"
+    assert _in_callback("vim.cmd('w')\n", OPEN) == "vim.cmd('w')"
+
+
 def test_a_callbacks_end_keeps_the_bracket_it_closes_where_nothing_below_closes_it():
     assert _in_callback("vim.cmd('w')\n  end)\nend\n", OPEN) == "vim.cmd('w')\n  end)"
     # the editor's `)` below closes the call: the `end` alone

@@ -144,3 +144,15 @@ def test_a_text_after_which_a_clean_file_no_longer_parses_breaks_it():
     # no grammar, and a text with no UTF-8 form (a lone surrogate)
     assert not breaks_document(CLASS, at, at, "if (exclude) {", "cobol")
     assert not breaks_document(CLASS, at, at, "if ('\ud800') {", "javascript")
+
+
+def test_a_missing_closer_before_blanks_at_the_hole_is_the_holes_own():
+    # a function whose `}` the document does not have yet: tree-sitter puts the MISSING `}` after the `{`, and
+    # after a text in the body, after the text; with only blanks between it and the hole it is the same error
+    from dg_lsp.context.syntax import insertion_breaks_syntax
+
+    prefix, suffix = "function foo(a) {\n  ", "\n"
+    assert not insertion_breaks_syntax(prefix, "return a + 1;", suffix, "javascript")
+    assert insertion_breaks_syntax(prefix, "return a +;", suffix, "javascript")
+    # code between the MISSING node and the hole: not the hole's
+    assert insertion_breaks_syntax("function foo(a) {\n  a++;\n  ", "a b", suffix, "javascript")
