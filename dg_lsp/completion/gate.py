@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-from dg_lsp.completion.brackets import PAIRS, misaligned_closers, open_counts, open_spans
+from dg_lsp.completion.brackets import PAIRS, ends_in_literal, misaligned_closers, open_counts, open_spans
 from dg_lsp.completion.gate_structure import heads_deeper_lines, structure_judge
 from dg_lsp.context import get_parser, introduces_syntax_errors
 from dg_lsp.context.document import leading_whitespace
@@ -149,7 +149,10 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
                 return cut
     if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
         return ""
+    in_literal = ends_in_literal(prefix, language)
     for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
+        if not in_literal and ends_in_literal(prefix + cut, language):
+            continue  # a string it opens and leaves open: where one error node swallows the rest, none reads new
         if not breaks(cut, whole=False):
             return cut
     return ""

@@ -190,3 +190,9 @@ def test_a_callbacks_end_keeps_the_bracket_it_closes_where_nothing_below_closes_
     assert _in_callback("vim.cmd('w')\n  end)\nend\n", OPEN) == "vim.cmd('w')\n  end)"
     # the editor's `)` below closes the call: the `end` alone
     assert _in_callback("vim.cmd('w')\n  end)\nend\n", AUTOCLOSED) == "vim.cmd('w')\n  end"
+
+
+def test_no_start_of_a_line_that_leaves_a_string_open_is_shown():
+    # the whole line is refused (`y z`); the starts of it that end inside the string it opens read as one error
+    # node swallowing the rest of the file, fewer errors than the `end` the window lacks
+    assert _in_callback("print('x', y z)\n", AUTOCLOSED) == ""
