@@ -3,9 +3,9 @@ its document: edits the quality benchmarks do not make, since they only ever fil
 
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
         [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR]
-        [--check-with node|tsc|tsc-names|gcc|javac|go|cargo|pyflakes|mypy] [--json OUT]
+        [--check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|pyflakes|mypy] [--json OUT]
     python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json
-        --check-with node|tsc|tsc-names|gcc|javac|go|cargo|pyflakes|mypy
+        --check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|pyflakes|mypy
 
 PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
 any language the server parses (`context.languages.EXTENSIONS`). Positions: one-line simple statements alone on their
@@ -22,7 +22,7 @@ lines are the next lines of the file: accepted, it doubles them), exact (the del
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
 server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
 compiler's word (`compilers.py`: Node, tsc (early errors; `tsc-names`: undeclared names), gcc, javac, go, cargo,
-pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the shown answers whose
+php -l, ruby -c, luac -p, pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the shown answers whose
 document, without them, that compiler passed), which a parse does not see (a name declared twice, an undeclared
 name), and the rows keep its new errors;
 `--recheck` does that for an earlier run's rows.
