@@ -36,7 +36,7 @@ import re
 
 from tree_sitter import Query, QueryCursor
 
-from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets
+from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets, open_spans
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
@@ -99,6 +99,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                     return True
                 if not code and not must_close(blocks, lines, last + 1, literal, width=indent_width(head)):
                     return True  # a comment where the block's `end` was
+            if first not in literal and _under_no_header(blocks, lines, first, literal, language):
+                return True  # a body's line where its header was: the body and its `end` are left with no header
         tail = lines[last]
         if text.strip() and not whole[len(prefix) + len(text.rstrip()):].split("\n", 1)[0].strip():
             literal = _literal_rows(whole, language) if literal is None else literal
@@ -123,6 +125,57 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # a bracket the text opens and nothing below closes
         return False
     return breaks
+
+
+# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
+_GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
+# Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
+_ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
+# the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
+_BLOCK_KEYWORDS = re.compile(r"\b(?:if|unless|case|while|until|begin|for|def|do|function|repeat)\b")
+# a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`)
+_WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
+
+
+def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], language: str) -> bool:
+    """Whether the code line `row`, which does not go on from the code line above it (`.map`, `and b`) nor heads
+    anything itself (a block, a bracket left open: `M.optable = {` one column in), is indented deeper than that line
+    where the `end` (or clause) below it stands at a column between the two, which neither the line above nor a
+    block keyword of it (`x = if y` over an `end` under its `if`) gives; or where the line above heads nothing: it
+    opens no block and no clause, does not go on below (`foo(a,`, `x =`, `x unless`), and is inside no bracket. A
+    body's line put where its block's header was leaves that body and the `end` below it with no header, at a column
+    no header gives."""
+    code = blocks.code_of(lines[row]).strip()
+    above = next(_code_lines(blocks, lines, range(row - 1, -1, -1), literal), None)
+    width = indent_width(lines[row])
+    if not code or above is None or width <= above[1] or _GOES_ON_FROM_ABOVE.match(code):
+        return False
+    if blocks.opens_block(code) or open_brackets(code, language):
+        return False
+    below = next((line for line in _code_lines(blocks, lines, range(row + 1, len(lines)), literal)
+                  if line[1] < width), None)
+    if below is not None and above[1] < below[1] and (blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2])) \
+            and below[1] not in _keyword_columns(lines[above[0]]):
+        return True  # an `end` between the line above's column and this one's: its header is missing
+    if blocks.opens_block(above[2]) or blocks.CLAUSE.match(above[2]) or _GOES_ON.search(above[2]) \
+            or _ACCESS.match(above[2]) or _WANTS_MORE.search(above[2]):
+        return False
+    return not _in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
+
+
+def _in_a_bracket(blocks, text: str, language: str) -> bool:
+    """Whether the end of `text` is inside a bracket (a call's arguments, a table) and no block opened inside that
+    bracket (`on_reload = function(_, buf)` in a table: the lines of the function's body are a block's)."""
+    spans = open_spans(text, language)
+    if not spans:
+        return False
+    inside = text[spans[-1][1] + 1:].split("\n")
+    return not any(blocks.opens_block(blocks.code_of(line).strip()) for line in inside)
+
+
+def _keyword_columns(line: str) -> set[int]:
+    """The columns of the block keywords of a line (`x = if y`: the `if`'s), where an `end` may line up."""
+    return {m.start() for m in _BLOCK_KEYWORDS.finditer(line)}
 
 
 def _goes_on_below(blocks, lines: list[str], row: int, literal: set[int]) -> bool:

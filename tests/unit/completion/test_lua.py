@@ -196,3 +196,14 @@ def test_no_start_of_a_line_that_leaves_a_string_open_is_shown():
     # the whole line is refused (`y z`); the starts of it that end inside the string it opens read as one error
     # node swallowing the rest of the file, fewer errors than the `end` the window lacks
     assert _in_callback("print('x', y z)\n", AUTOCLOSED) == ""
+
+
+def test_a_bodys_line_where_its_header_was_is_not_shown():
+    # deeper than the line above, which heads nothing: the loop's body and its `end` are left with no header
+    line = "  for _, other in ipairs(self.others or {}) do\n"
+    assert _shown("    if other ~= self then\n", line) == ""
+    assert _shown("    self.count = 1\n", line) == ""
+    assert _shown("  for _, other in ipairs(self.others) do\n", line) == "  for _, other in ipairs(self.others) do\n"
+    # a line that goes on from the one above it may be deeper
+    source = MODULE.replace("  return table.concat(lines, \"\\n\")\n", "  return #lines > 0\n@@")
+    assert shown_at_hole(source, "lua", "    and lines[1] ~= ''\n") == "    and lines[1] ~= ''\n"

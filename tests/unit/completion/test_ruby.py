@@ -196,3 +196,13 @@ def test_a_method_written_with_no_end_below_gets_its_end_with_its_body():
     ctx = extract_context(prefix + below, "ruby", prefix.count("\n"), 6)
     assert finish_suggestion(answer, [], prefix, ctx, selection=False, max_lines=8, document=prefix + below) == \
         "@count = 0"
+
+
+def test_a_bodys_line_where_its_header_was_is_not_shown():
+    # deeper than the line above, which heads nothing: the block's body and its `end` are left with no header
+    line = "      env.each do |key, value|\n"
+    assert _shown("        log(key, value)\n", line) == ""
+    assert _shown("        @count -= 1\n", line) == ""
+    # a method chain's next line may be deeper
+    source = CLASS.replace("      @app.call(env)\n", "      @app.call(env)\n@@")
+    assert shown_at_hole(source, "ruby", "        .tap { |r| r }\n") == "        .tap { |r| r }\n"
