@@ -90,7 +90,8 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               whole_scope: bool = False, clean_with=None) -> str:
     """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
     `scope` (the enclosing scope's part of them, `gate_windows.scope_window`); else its longest run of leading lines
-    that breaks nothing, or (inside a line) its first line's longest clean start; else "". Where an error node
+    that breaks nothing, or (inside a line) its first line's longest clean start (never one that ends inside a string
+    it opens); else "". Where an error node
     of the text without the suggestion runs across the hole in both (a bracket or string left open above), the
     lines nearest the hole are judged instead; if even the hole's own lines are broken across it, the text must
     leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
