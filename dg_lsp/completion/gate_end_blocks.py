@@ -17,7 +17,11 @@ the hole's line must be (each language's own keywords: Ruby's clauses below, Lua
   over a `rescue` too); a clause (`else`, `when` ...) must head lines indented deeper, or stand right over the `end`
   or clause its block goes on with: over lines of its own level it leaves that block without its `end`; and over a
   block whose `end` line closes a bracket too (`end)`, `end, keys)`: a callback's, a `do` block's in a call), the
-  line must end inside a bracket (`table.sort(items, function(a, b)`, `end, function(err)` in a call).
+  line must end inside a bracket (`table.sort(items, function(a, b)`, `end, function(err)` in a call);
+- a body's line where its header was (`_under_no_header`): a text's first line indented deeper than the code line
+  above it, where the `end` below it stands at a column between the two that no keyword of that line gives, or
+  where that line heads nothing (no block, clause, statement going on, nor a bracket with no block opened in it),
+  unless the text's line goes on from it (`.map`, `and b`) or heads something itself;
 - a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
   goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
   window one ERROR node, in which the error count sees nothing, so none of these are left to it.
@@ -43,6 +47,14 @@ from dg_lsp.context.syntax import parsed
 
 # the line's statement goes on below it
 _GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
+# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
+_GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
+# Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
+_ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
+# the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
+_BLOCK_KEYWORDS = re.compile(r"\b(?:if|unless|case|while|until|begin|for|def|do|function|repeat)\b")
+# a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`)
+_WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
 
 
 @functools.cache
@@ -125,16 +137,6 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # a bracket the text opens and nothing below closes
         return False
     return breaks
-
-
-# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
-_GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
-# Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
-_ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
-# the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
-_BLOCK_KEYWORDS = re.compile(r"\b(?:if|unless|case|while|until|begin|for|def|do|function|repeat)\b")
-# a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`)
-_WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
 
 
 def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], language: str) -> bool:
