@@ -1,8 +1,7 @@
 """The languages whose blocks close with a keyword, `end`: Ruby and Lua. Each one's lines are read by a module of the
 same names (`reading`): `code_of` (a line's code, its comment dropped), `opens_block`, `block_kind`, `takes_clause`,
 `leaves_block_open`, `heads_block_below`, `END` and `CLAUSE` (a line that closes, or continues, the block above
-it), and what its grammar's parse says (`END_QUERY`, `stray`, `misplaced`, `CALL_BLOCKS`, `LITERAL_QUERY`,
-`is_long_comment`).
+it), and what its grammar's parse says (`END_QUERY`, `stray`, `CALL_BLOCKS`, `LITERAL_QUERY`, `is_long_comment`).
 
 Both grammars pair `end`s with openers by count alone, so a text that drops a block's header line, or adds one,
 re-pairs every `end` below it with no error until the file's last line. Both languages' code lines each
@@ -52,8 +51,7 @@ def _indentation(data: bytes, node: Node) -> int:
 
 def end_faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, int]]:
     """("END", start byte, end byte) of each `end` of `root` (a parse of `data` in `language`, which `reading` reads)
-    that is a stray read as a name (Ruby's `end`, Lua's keywords) (and ("VARARG", ...) of each Lua `...` in a function
-    that takes none), and of each `end` that starts its line at a column that is neither its
+    that is a stray read as a name (Ruby's `end`, Lua's keywords), and of each `end` that starts its line at a column that is neither its
     opener's line's indentation nor its opener's own column (nor, for a block that is a call's argument, the
     indentation of its call's first line). An `end` on its opener's line, or after code on its own line, is not
     judged."""
@@ -62,8 +60,6 @@ def end_faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, i
     if not captures:
         return []
     faults = [("END", node.start_byte, node.end_byte) for node in captures.get("stray", []) if blocks.stray(node)]
-    faults += [("VARARG", node.start_byte, node.end_byte) for node in captures.get("vararg", [])
-               if blocks.misplaced(node)]
     for node in captures.get("end", []):
         opener = node.parent
         row, column = node.start_point

@@ -30,8 +30,7 @@ _KEYWORDS = ("and", "break", "do", "else", "elseif", "end", "false", "for", "fun
              "nil", "not", "or", "repeat", "return", "then", "true", "until", "while")
 # tree-sitter-lua's `end`s, and the identifiers it reads a keyword as: its recovery from `env = env,` over an `else`
 # takes the `else` for the list's next name, and the `if`'s `end` with it, with no ERROR node
-END_QUERY = ('"end" @end ((identifier) @stray (#match? @stray "^(' + "|".join(_KEYWORDS) + ')$")) '
-             '(vararg_expression) @vararg')
+END_QUERY = '"end" @end ((identifier) @stray (#match? @stray "^(' + "|".join(_KEYWORDS) + ')$"))'
 # blocks whose `end` may line up with the line of the call they are an argument of
 CALL_BLOCKS = ("function_definition",)
 
@@ -39,18 +38,6 @@ CALL_BLOCKS = ("function_definition",)
 def is_long_comment(text: bytes) -> bool:
     """Whether a comment node's text is a long comment, whose later lines are the comment's (`--[[ ... ]]`)."""
     return _LONG_COMMENT.match(text) is not None
-
-
-def misplaced(node) -> bool:
-    """Whether a `...` (`END_QUERY`'s `vararg`) is outside what takes it: in a function whose parameters have no
-    `...` (luac: "cannot use '...' outside a vararg function"; the main chunk takes one)."""
-    parent = node.parent
-    if parent is not None and parent.type == "parameters":
-        return False
-    while parent is not None and parent.type not in ("function_declaration", "function_definition"):
-        parent = parent.parent
-    params = parent.child_by_field_name("parameters") if parent is not None else None
-    return params is not None and not any(child.type == "vararg_expression" for child in params.children)
 
 
 def stray(node) -> bool:

@@ -114,11 +114,6 @@ def stray(node) -> bool:
     return named is None or named.start_byte != node.start_byte
 
 
-def misplaced(node) -> bool:
-    """Ruby's query captures no `vararg` (Lua's `...` outside a function that takes it)."""
-    return False
-
-
 def heads_block_below(code: str) -> bool:
     """Whether a line below a statement's start that goes on (`foo(a,`) can be the block the body is in: a line
     that ends with a `do` (`  b) do |x|`)."""

@@ -9,7 +9,9 @@ module a language:
 - `returns`: Go's and Java's returns that give the wrong count of values;
 - `rust`: Rust's `self` outside a method, and a value left as the last expression of a function that returns
   nothing (and the names Rust's patterns bind, for the selection rules);
-- `jumps`: every brace language's and PHP's `break` or `continue` with no loop (or switch) around it in its function;
+- `lua`: Lua's `...` in a function that takes none;
+- `jumps`: every brace language's, PHP's and Lua's `break` or `continue` with no loop (or switch) around it in its
+  function;
 - `walk`: what they share.
 Beside them, read on a whole document rather than a window (`completion/unbound.py`): `python` and
 `python_attributes`, Python's names and `self` attributes read where nothing binds them, `script_names`,
@@ -27,6 +29,7 @@ from dg_lsp.context.bindings.csharp import csharp_redeclared
 from dg_lsp.context.bindings.go import go_field_names, go_names, go_redeclared
 from dg_lsp.context.bindings.java import java_redeclared, java_unreachable
 from dg_lsp.context.bindings.jumps import stray_jumps
+from dg_lsp.context.bindings.lua import lua_errors
 from dg_lsp.context.bindings.returns import return_errors
 from dg_lsp.context.bindings.rust import rust_declared, rust_errors
 from dg_lsp.context.bindings.script import LANGUAGES, declared, pattern_names, script_errors
@@ -47,14 +50,18 @@ def early_errors(text: str, language: str | None) -> Counter:
     in Go, names declared twice in one block and a `:=` without a new name
     (`go_redeclared`); in both, a `return` with the wrong count of values (`"returns"`, `return_errors`); in Rust,
     `self` outside a method and a value as the last expression of a function without a return type
-    (`rust_errors`). In all of them and PHP, a `break` or `continue` with nothing around it in its function that it
-    can leave (`stray_jumps`). Empty in other languages."""
-    if language not in LANGUAGES and language not in C_FAMILY and language not in ("go", "rust", "csharp", "php"):
+    (`rust_errors`); in Lua, a `...` in a function that takes none (`lua_errors`). In all of them and PHP, a `break`
+    or `continue` with nothing around it in its function that it can leave (`stray_jumps`). Empty in other
+    languages."""
+    if language not in LANGUAGES and language not in C_FAMILY and language not in ("go", "rust", "csharp", "php",
+                                                                                   "lua"):
         return Counter()
     root = parsed(text, language).root_node  # the gate parses the same window in its other checks
     jumps = stray_jumps(root, language)
     if language == "php":
         return jumps
+    if language == "lua":
+        return lua_errors(root) + jumps
     if language == "csharp":
         return csharp_redeclared(root) + jumps
     if language == "rust":

@@ -1,7 +1,8 @@
 """A `break` or `continue` with nothing around it in its function that it can leave: every brace language's compiler
 refuses it (JavaScript's "Illegal break statement", javac's "break outside switch or loop", csc's CS0139, gcc's
 "break statement not within loop or switch", Go's "break is not in a loop, switch, or select", rustc's E0268, PHP's
-"'break' not in the 'loop' or 'switch' context"), and tree-sitter parses it as valid. A `break` leaves a loop or a
+"'break' not in the 'loop' or 'switch' context", luac's "break outside a loop"), and tree-sitter parses it as valid
+(Lua has no `continue`). A `break` leaves a loop or a
 switch (Go: a `select` too), a `continue` a loop (PHP: a switch too); neither leaves its function, lambda or
 closure. PHP's `break 2` needs two of them.
 
@@ -43,6 +44,8 @@ _RULES: dict[str, tuple[set[str], set[str], set[str]]] = {
              {"function_item", "closure_expression", "async_block"}),
     "php": ({"for_statement", "foreach_statement", "while_statement", "do_statement"}, {"switch_statement"},
             {"function_definition", "method_declaration", "anonymous_function", "arrow_function"}),
+    "lua": ({"for_statement", "while_statement", "repeat_statement"}, set(),
+            {"function_declaration", "function_definition"}),
 }
 _BREAKS = frozenset({"break_statement", "break_expression"})
 _JUMPS = _BREAKS | {"continue_statement", "continue_expression"}

@@ -290,3 +290,18 @@ def test_a_texts_stray_jump_is_read_on_the_whole_document_where_a_window_starts_
     line = document[:at].count("\n")
     assert not selection_keeps_compiling(document, (line, 8), (line, 8), "break;", "php")
     assert selection_keeps_compiling(document, (line, 8), (line, 8), "$x = 2;", "php")
+
+
+def test_luas_vararg_outside_a_function_that_takes_one_and_its_stray_break():
+    # luac: "cannot use '...' outside a vararg function", "break outside a loop"; tree-sitter-lua parses both
+    fine = "local function f(a, ...)\n  for i = 1, 3 do\n    if i > a then break end\n  end\n  return ...\nend\nprint(...)\n"
+    assert early_errors(fine, "lua") == {}
+    vararg = "local function f(a)\n  return select('#', ...)\nend\n"
+    assert early_errors(vararg, "lua") == {("vararg", "..."): 1}
+    assert early_errors("local f = function(...)\n  return function() return ... end\nend\n", "lua") == \
+        {("vararg", "..."): 1}
+    assert early_errors("local function f(a)\n  if a then break end\nend\n", "lua") == {("jump", "break"): 1}
+    # the live case: a header's line-rest that drops the `...` its body uses
+    prefix, suffix = "function M.zip", "\n  return M.map(...)\nend\n"
+    assert adds_early_error(prefix, "(t, cmp)", suffix, "lua")
+    assert not adds_early_error(prefix, "(...)", suffix, "lua")

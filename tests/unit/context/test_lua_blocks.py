@@ -89,11 +89,3 @@ def test_a_keyword_read_as_a_name_is_an_error():
     # name (and the `if`'s `end` with it), with no ERROR node; luac: "unexpected symbol near 'else'"
     source = "local function f()\n  if ok then\n    env = env,\n  else\n    r = 1\n  end\nend\n"
     assert [(kind, source[a:b]) for kind, a, b in error_spans(source, "lua")] == [("END", "else")]
-
-
-def test_a_vararg_outside_a_function_that_takes_one_is_an_error():
-    # luac: "cannot use '...' outside a vararg function"; tree-sitter-lua parses it
-    assert error_spans("local function f(a, ...)\n  return select('#', ...)\nend\nprint(...)\n", "lua") == []
-    source = "local function f(a)\n  return select('#', ...)\nend\n"
-    assert [(kind, source[a:b]) for kind, a, b in error_spans(source, "lua")] == [("VARARG", "...")]
-    assert error_spans("local f = function(...)\n  return function() return ... end\nend\n", "lua") != []
