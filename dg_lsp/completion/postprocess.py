@@ -50,8 +50,8 @@ def strip_control(text: str) -> str:
 
 def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> str:
     """Remove the longest tail of `text` that the suffix starts with, and a duplicated next line. Not where that
-    tail is only closing brackets, or in Ruby and Lua only `end`s: a text that closes its block before the suffix closes
-    the outer one (`    end` over `  end`)."""
+    tail is only closing brackets, or in Ruby and Lua only `end`s: a text that closes its block before the suffix
+    closes the outer one (`    end` over `  end`)."""
     if not text or not suffix:
         return text
     for k in range(min(len(text), len(suffix)), 0, -1):

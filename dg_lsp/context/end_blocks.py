@@ -7,8 +7,8 @@ Both grammars pair `end`s with openers by count alone, so a text that drops a bl
 re-pairs every `end` below it with no error until the file's last line. Both languages' code lines each
 line-leading `end` up with the line that opened its block, so an `end` standing at no column its opener gives is a
 block closed by the wrong `end`: `end_faults` lists those (and the keywords the grammars read as names:
-tree-sitter-ruby's stray `end`s, tree-sitter-lua's recovery's `else` and `end`), as the syntax checks' error spans (`syntax._error_spans`): a text that adds one adds an error, and a
-document that has one does not parse clean.
+tree-sitter-ruby's stray `end`s, tree-sitter-lua's recovery's `else` and `end`), as the syntax checks' error spans
+(`syntax._error_spans`): a text that adds one adds an error, and a document that has one does not parse clean.
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ def _indentation(data: bytes, node: Node) -> int:
 
 def end_faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, int]]:
     """("END", start byte, end byte) of each `end` of `root` (a parse of `data` in `language`, which `reading` reads)
-    that is a stray read as a name (Ruby's `end`, Lua's keywords), and of each `end` that starts its line at a column that is neither its
-    opener's line's indentation nor its opener's own column (nor, for a block that is a call's argument, the
-    indentation of its call's first line). An `end` on its opener's line, or after code on its own line, is not
-    judged."""
+    that is a stray read as a name (Ruby's `end`, Lua's keywords), and of each `end` that starts its line at a
+    column that is neither its opener's line's indentation nor its opener's own column (nor, for a block that is a
+    call's argument, the indentation of its call's first line). An `end` on its opener's line, or after code on its
+    own line, is not judged."""
     blocks = _READINGS[language]
     captures = QueryCursor(_query(language)).captures(root)
     if not captures:

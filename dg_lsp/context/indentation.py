@@ -5,8 +5,8 @@ the whitespace the editor already put there (its auto-indent is the block's
 expected indentation, and the completion's first line continues from it). An
 empty line gets the indentation the block expects, judged from the nearest
 code line above: one level deeper after an opener (`:`, `{`, `(`, `[`; in Ruby
-and Lua also a block's header or clause, `def x`, `items.each do |i|`, `else`, `if x then`), one
-level shallower after a Python `return`/`pass`/`raise`/`break`/`continue`,
+and Lua also a block's header or clause, `def x`, `items.each do |i|`, `else`,
+`if x then`), one level shallower after a Python `return`/`pass`/`raise`/`break`/`continue`,
 else the same. After a blank gap, though, an empty line lines up with the code
 below it (two blank lines before a top-level `def` are top level), unless that
 code is a closing bracket.

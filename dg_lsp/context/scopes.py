@@ -174,10 +174,10 @@ def _closed_by_indentation(doc: DocumentLines, scope: Scope, node: Node, top: in
     indentation gives it, where the code around the hole is broken: tree-sitter's recovery from an unfinished line
     (`assert.deepEqual(document.positio`) can run a function on to the region's end, or end it at the hole
     (`export function create(func: `). The first code line below the hole's that is indented no deeper than the
-    scope's header must start with a `}` (Ruby, Lua: `end`) at exactly the header's indentation (comments skipped); where it does not
-    (a template literal or a label at column 0), the parse's end stands, as it does where the scope's first line
-    and its name's line are indented differently (a PHP attribute at column 0 that the parse gave to a method of
-    the class whose header line is the hole)."""
+    scope's header must start with a `}` (Ruby, Lua: `end`) at exactly the header's indentation (comments skipped);
+    where it does not (a template literal or a label at column 0), the parse's end stands, as it does where the
+    scope's first line and its name's line are indented differently (a PHP attribute at column 0 that the parse
+    gave to a method of the class whose header line is the hole)."""
     header = leading_whitespace(doc.content(scope.start_line))
     name = node.child_by_field_name("name")
     if name is not None and leading_whitespace(doc.content(top + name.start_point.row)) != header:

@@ -22,9 +22,9 @@ lines are the next lines of the file: accepted, it doubles them), exact (the del
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
 server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
 compiler's word (`compilers.py`: Node, tsc (early errors; `tsc-names`: undeclared names), gcc, javac, go, cargo,
-php -l, ruby -c, luac -p, pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the shown answers whose
-document, without them, that compiler passed), which a parse does not see (a name declared twice, an undeclared
-name), and the rows keep its new errors;
+php -l, ruby -c, luac -p, pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the
+shown answers whose document, without them, that compiler passed), which a parse does not see (a name declared
+twice, an undeclared name), and the rows keep its new errors;
 `--recheck` does that for an earlier run's rows.
 """
 
