@@ -93,10 +93,10 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
     that breaks nothing, or (inside a line) its first line's longest clean start (never one that ends inside a string
     it opens); else "". Where an error node of the text without the suggestion runs across the hole in both (a
     bracket or string left open above), the lines nearest the hole are judged instead; if even the hole's own lines
-    are broken across it, the text must leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break and the
-    cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on after
-    `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`); `prefix_truncated`: it starts before `prefix`
-    (`brackets.lost_opener`). `whole_scope`: `scope` holds the enclosing scope's every line, its header to its last
+    are broken across it, the text must leave no error on itself in the scope (it mends the line). A whole-line
+    text (ending in a line break and the cursor's indentation) is judged as it is: its line break is part of it.
+    `truncated`: the document goes on after `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`);
+    `prefix_truncated`: it starts before `prefix` (`brackets.lost_opener`). `whole_scope`: `scope` holds the enclosing scope's every line, its header to its last
     (`gate_windows.scope_is_whole`); outside Python a text that passes the structure rules and leaves that scope
     parsing clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a
     class reads the class's `}` as closing nothing, and a text that mends the method's last line lets that error
