@@ -88,23 +88,23 @@ def rank_by_syntax(candidates: list[tuple[str, float]], prefix: str, suffix: str
 def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
               scope: tuple[str, str] | None = None, truncated: bool = False, prefix_truncated: bool = True,
               whole_scope: bool = False, clean_with=None) -> str:
-    """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in
-    `scope` (the enclosing scope's part of them, `gate_windows.scope_window`); else its longest run of leading lines
-    that breaks nothing, or (inside a line) its first line's longest clean start (never one that ends inside a string
-    it opens); else "". Where an error node of the text without the suggestion runs across the hole in both (a
-    bracket or string left open above), the lines nearest the hole are judged instead; if even the hole's own lines
-    are broken across it, the text must leave no error on itself in the scope (it mends the line). A whole-line
-    text (ending in a line break and the cursor's indentation) is judged as it is: its line break is part of it.
-    `truncated`: the document goes on after `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`);
-    `prefix_truncated`: it starts before `prefix` (`brackets.lost_opener`). `whole_scope`: `scope` holds the enclosing scope's every line, its header to its last
-    (`gate_windows.scope_is_whole`); outside Python a text that passes the structure rules and leaves that scope
-    parsing clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a
-    class reads the class's `}` as closing nothing, and a text that mends the method's last line lets that error
-    out of the one the broken line made), and one that heads the lines below and leaves that scope a `}` short at
-    its end is not (`_leaves_a_block_open`). `clean_with`: whether the whole document reads clean (no ERROR or
-    MISSING node) with a candidate in the hole; a candidate that passes the structure rules and leaves the whole
-    document clean is shown whatever the windows read (their cut is their own: a field's line read without its
-    class, a scope tree-sitter's recovery ended wrong). Unknown languages pass unchecked."""
+    """`text` if it breaks nothing (see the module's docstring) in the window `prefix + suffix`, nor in `scope` (the
+    enclosing scope's part of them, `gate_windows.scope_window`); else its longest run of leading lines that breaks
+    nothing, or (inside a line) its first line's longest clean start (never one that ends inside a string it opens);
+    else "". Where an error node of the text without the suggestion runs across the hole in both (a bracket or string
+    left open above), the lines nearest the hole are judged instead; if even the hole's own lines are broken across it,
+    the text must leave no error on itself in the scope (it mends the line). A whole-line text (ending in a line break
+    and the cursor's indentation) is judged as it is: its line break is part of it. `truncated`: the document goes on
+    after `suffix` (`CodeContext.suffix_truncated`; `reaching_closers`); `prefix_truncated`: it starts before `prefix`
+    (`brackets.lost_opener`). `whole_scope`: `scope` holds the enclosing scope's every line, its header to its last
+    (`gate_windows.scope_is_whole`); outside Python a text that passes the structure rules and leaves that scope parsing
+    clean with every bracket in it closed is then shown whatever the window reads (a window cut inside a class reads the
+    class's `}` as closing nothing, and a text that mends the method's last line lets that error out of the one the
+    broken line made), and one that heads the lines below and leaves that scope a `}` short at its end is not
+    (`_leaves_a_block_open`). `clean_with`: whether the whole document reads clean (no ERROR or MISSING node) with a
+    candidate in the hole; a candidate that passes the structure rules and leaves the whole document clean is shown
+    whatever the windows read (their cut is their own: a field's line read without its class, a scope tree-sitter's
+    recovery ended wrong). Unknown languages pass unchecked."""
     if not text or get_parser(language) is None:
         return text
     structure = structure_judge(prefix, suffix, language, prefix_truncated, scope)
