@@ -13,11 +13,13 @@ read."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
-from dg_lsp.context.bindings.walk import encoded, nodes
+from dg_lsp.context.bindings.walk import encoded
+from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import document_tree
 
 _SCRIPT = ({"for_statement", "for_in_statement", "while_statement", "do_statement"}, {"switch_statement"},
@@ -93,10 +95,20 @@ def stray_jumps(root: Node, language: str | None) -> Counter:
     text = root.text or b""
     if language not in _RULES or (b"break" not in text and b"continue" not in text):
         return errors  # the gate asks for every candidate in every window: most hold no jump to walk to
-    for node, in_error in nodes(root):
-        if node.type in _JUMPS and not in_error and _stray(node, language, whole=False):
+    # the jumps found by a query (the gate asks four times a candidate; a walk over every node in Python cost a
+    # 2,300-line Lua file's windows ~40 ms a suggestion); `_stray` reads nothing inside an ERROR node
+    for node in (node for nodes in QueryCursor(_jump_query(language)).captures(root).values() for node in nodes):
+        if _stray(node, language, whole=False):
             errors["jump", "break" if node.type in _BREAKS else "continue"] += 1
     return errors
+
+
+@functools.cache
+def _jump_query(language: str) -> Query:
+    """A query for the jumps of `language`'s grammar (each grammar has its own of `_JUMPS`' node kinds)."""
+    grammar = get_language(language)
+    kinds = [kind for kind in sorted(_JUMPS) if grammar.id_for_node_kind(kind, True)]
+    return Query(grammar, " ".join(f"({kind}) @jump" for kind in kinds))
 
 
 def text_strays(document: str, at: int, to: int, text: str, language: str | None) -> bool:
