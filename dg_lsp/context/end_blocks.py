@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from types import ModuleType
 
 from tree_sitter import Node, Query, QueryCursor
@@ -49,12 +50,33 @@ def _indentation(data: bytes, node: Node) -> int:
     return len(line) - len(line.lstrip(b" \t"))
 
 
+# the faults of the texts read last: the gate reads a window (or the document) without a candidate once for each
+# reading of each candidate, and the same text's parse gives the same faults
+_FAULTS: dict[tuple[str, bytes], list[tuple[str, int, int]]] = {}
+_FAULTS_KEPT = 32
+_FAULTS_LOCK = threading.Lock()  # the server's handlers run on a pool
+
+
 def end_faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, int]]:
     """("END", start byte, end byte) of each `end` of `root` (a parse of `data` in `language`, which `reading` reads)
     that is a stray read as a name (Ruby's `end`, Lua's keywords), and of each `end` that starts its line at a
     column that is neither its opener's line's indentation nor its opener's own column (nor, for a block that is a
     call's argument, the indentation of its call's first line). An `end` on its opener's line, or after code on its
-    own line, is not judged."""
+    own line, is not judged. `root` is the parse of `data`: the faults of a text read lately are read again from a
+    small cache."""
+    key = (language, data)
+    with _FAULTS_LOCK:
+        known = _FAULTS.get(key)
+    if known is None:
+        known = _faults(root, data, language)
+        with _FAULTS_LOCK:
+            while len(_FAULTS) >= _FAULTS_KEPT:
+                del _FAULTS[next(iter(_FAULTS))]  # the oldest
+            _FAULTS[key] = known
+    return list(known)
+
+
+def _faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, int]]:
     blocks = _READINGS[language]
     captures = QueryCursor(_query(language)).captures(root)
     if not captures:

@@ -89,3 +89,16 @@ def test_a_keyword_read_as_a_name_is_an_error():
     # name (and the `if`'s `end` with it), with no ERROR node; luac: "unexpected symbol near 'else'"
     source = "local function f()\n  if ok then\n    env = env,\n  else\n    r = 1\n  end\nend\n"
     assert [(kind, source[a:b]) for kind, a, b in error_spans(source, "lua")] == [("END", "else")]
+
+
+def test_the_faults_of_a_text_read_again_are_the_same_and_its_own():
+    from dg_lsp.context import end_blocks
+
+    broken = SOURCE.replace("    if child.leaf then\n", "")
+    first = error_spans(broken, "lua")
+    first.append(("END", 0, 0))  # the caller's list is its own
+    assert error_spans(broken, "lua") == first[:-1]
+    for k in range(end_blocks._FAULTS_KEPT + 1):  # older texts make way; each still reads its own faults
+        assert error_spans(SOURCE + f"-- {k}\n", "lua") == []
+    assert error_spans(broken, "lua") == first[:-1]
+    assert len(end_blocks._FAULTS) <= end_blocks._FAULTS_KEPT
