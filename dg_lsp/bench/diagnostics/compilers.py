@@ -293,25 +293,18 @@ def _mypy_errors(text: str, folder: str) -> list[str] | None:
             for line in out.splitlines() if line.endswith("[attr-defined]") and ": error: " in line]
 
 
-def _php_errors(text: str, folder: str) -> list[str]:
-    path = _write(folder, "check.php", text)
-    done = subprocess.run(["php", "-n", "-l", path], capture_output=True, text=True, timeout=60)
+# the checkers that read one file alone with the language's own parser: (the file's name, the command before its
+# path, the word an output line must hold to be an error; "" for any line)
+_FILE_CHECKS = {"php": ("check.php", ["php", "-n", "-l"], "error"), "ruby": ("check.rb", ["ruby", "-c"], "error"),
+                "luac": ("check.lua", ["luac", "-p"], "")}
+
+
+def _file_check_errors(checker: str, text: str, folder: str) -> list[str]:
+    """`php -l`, `ruby -c` or `luac -p` on `text` alone: its error lines, [] where it passes."""
+    name, command, word = _FILE_CHECKS[checker]
+    done = subprocess.run(command + [_write(folder, name, text)], capture_output=True, text=True, timeout=60)
     return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
-                                            if "error" in line.lower()] or ["error"]
-
-
-def _ruby_errors(text: str, folder: str) -> list[str]:
-    path = _write(folder, "check.rb", text)
-    done = subprocess.run(["ruby", "-c", path], capture_output=True, text=True, timeout=60)
-    return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
-                                            if "error" in line.lower()] or ["error"]
-
-
-def _luac_errors(text: str, folder: str) -> list[str]:
-    path = _write(folder, "check.lua", text)
-    done = subprocess.run(["luac", "-p", path], capture_output=True, text=True, timeout=60)
-    return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()
-                                            if line.strip()] or ["error"]
+                                            if line.strip() and word in line.lower()] or ["error"]
 
 
 def _added(before: list, after: list) -> list[str]:
@@ -359,12 +352,8 @@ def new_errors(triples: list[tuple[str, str, str]], checker: str) -> list[list[s
                     known[text, source] = _go_errors(text, folder, source)
                 elif checker == "cargo":
                     known[text, source] = _cargo_errors(text, folder, source, crates)
-                elif checker == "php":
-                    known[text, source] = _php_errors(text, folder)
-                elif checker == "ruby":
-                    known[text, source] = _ruby_errors(text, folder)
-                elif checker == "luac":
-                    known[text, source] = _luac_errors(text, folder)
+                elif checker in _FILE_CHECKS:
+                    known[text, source] = _file_check_errors(checker, text, folder)
                 else:
                     known[text, source] = _gcc_errors(text, folder, source)
             return known[text, source]
