@@ -18,21 +18,16 @@ import random
 import sys
 from pathlib import Path
 
-_FILES = {"ruby": "*.rb", "lua": "*.lua"}
-
+from dg_lsp.bench.diagnostics.new_method import FILES, sources
 
 def cases(root: str, language: str) -> list[tuple[Path, int]]:
     """(file, row) of each line that opens a block (not a clause) over a deeper line, in files the language's own
     check (where there is one) passes."""
-    from dg_lsp.bench.metrics import own_check
     from dg_lsp.context.end_blocks import reading
 
     blocks = reading(language)
     out = []
-    for path in sorted(Path(root).rglob(_FILES[language])):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if own_check(text, language) is False:
-            continue
+    for path, text in sources(root, language):
         lines = text.split("\n")
         for row in range(len(lines) - 1):
             code, below = blocks.code_of(lines[row]).strip(), lines[row + 1]
@@ -72,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.lost_header", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", metavar="DIR")
-    p.add_argument("--language", choices=sorted(_FILES), default="ruby")
+    p.add_argument("--language", choices=sorted(FILES), default="ruby")
     p.add_argument("--n", type=int, default=200, help="headers drawn (seeded)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

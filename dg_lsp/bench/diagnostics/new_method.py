@@ -20,22 +20,30 @@ import sys
 from pathlib import Path
 
 
-# per language: the files' extension, and the nodes that are a method (a function) closed by `end`
-_METHODS = {"ruby": ("*.rb", ("method",)), "lua": ("*.lua", ("function_declaration", "function_definition"))}
+# per language: its files, and the nodes that are a method (a function) closed by `end`
+FILES = {"ruby": "*.rb", "lua": "*.lua"}
+_METHODS = {"ruby": ("method",), "lua": ("function_declaration", "function_definition")}
+
+
+def sources(root: str, language: str):
+    """(path, text) of each of the language's files under `root` (`FILES`) that its own check passes (`ruby -c`,
+    `luac -p`; all where it is not on PATH); `lost_header` reads the same files."""
+    from dg_lsp.bench.metrics import own_check
+
+    for path in sorted(Path(root).rglob(FILES[language])):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if own_check(text, language) is not False:
+            yield path, text
 
 
 def cases(root: str, language: str = "ruby") -> list[tuple[Path, int, int]]:
     """(file, header row, `end` row) of each method (function) whose body is 1-6 lines, in files the language's own
     check (where there is one) passes."""
-    from dg_lsp.bench.metrics import own_check
     from dg_lsp.context.syntax import parsed
 
-    pattern, kinds = _METHODS[language]
+    kinds = _METHODS[language]
     out = []
-    for path in sorted(Path(root).rglob(pattern)):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if own_check(text, language) is False:
-            continue
+    for path, text in sources(root, language):
         lines = text.split("\n")
         stack = [parsed(text, language).root_node]
         while stack:
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.new_method", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", metavar="DIR")
-    p.add_argument("--language", choices=sorted(_METHODS), default="ruby")
+    p.add_argument("--language", choices=sorted(FILES), default="ruby")
     p.add_argument("--n", type=int, default=150, help="methods drawn (seeded)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
