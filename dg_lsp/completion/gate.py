@@ -149,10 +149,7 @@ def clean_cut(text: str, prefix: str, suffix: str, language: str | None,
                 return cut
     if len(lines) != 1 or tail:  # a whole line is shown whole or not at all
         return ""
-    in_literal = ends_in_literal(prefix, language)
-    for cut in _line_cuts(lines[0]):  # the first line itself is broken: its longest clean start
-        if not in_literal and ends_in_literal(prefix + cut, language):
-            continue  # a string it opens and leaves open: where one error node swallows the rest, none reads new
+    for cut in _line_cuts(lines[0], prefix, language):  # the first line itself is broken: its longest clean start
         if not breaks(cut, whole=False):
             return cut
     return ""
@@ -366,11 +363,15 @@ def past_the_window(prefix: str, text: str, window_suffix: str, language: str | 
 _PIECES = re.compile(r"\w+|\s+|[^\w\s]")
 
 
-def _line_cuts(line: str, most: int = 12) -> list[str]:
-    """Shorter starts of `line`, longest first, each ending at the end of a word or a closing bracket
-    (never in a blank run, never after an operator or an opening quote); at most `most` of them (each is
-    a parse or two)."""
+def _line_cuts(line: str, prefix: str, language: str | None, most: int = 12) -> list[str]:
+    """Shorter starts of `line` (after `prefix`), longest first, each ending at the end of a word or a closing
+    bracket (never in a blank run, never after an operator or an opening quote, never inside a string it opens:
+    where one error node swallows the rest of the file, no error reads new); of the `most` longest (each is a parse
+    or two)."""
     ends = [m.end() for m in _PIECES.finditer(line)
             if (m.group()[0].isalnum() or m.group() in ")]}_") and m.end() < len(line.rstrip())]
     indent = len(line) - len(line.lstrip())
-    return [line[:end] for end in reversed(ends) if end > indent][:most]
+    cuts = [line[:end] for end in reversed(ends) if end > indent][:most]
+    if ends_in_literal(prefix, language):
+        return cuts
+    return [cut for cut in cuts if not ends_in_literal(prefix + cut, language)]
