@@ -68,7 +68,7 @@ def edit_similarity(pred: str, truth: str) -> float:
 
 
 # a language's own syntax check (nothing run), reading the text from stdin
-_OWN_CHECKS = {"ruby": ("ruby", "-c", "-"), "lua": ("luac", "-p", "-")}
+_OWN_CHECKS = {"ruby": ("ruby", "-c", "-"), "lua": ("luac", "-p", "-"), "bash": ("bash", "-n")}
 
 
 @functools.lru_cache(maxsize=256)

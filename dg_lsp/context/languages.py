@@ -1,6 +1,6 @@
 """Map LSP language ids and file paths to tree-sitter grammars and parsers.
 
-Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php, ruby, lua.
+Canonical names: python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, php, ruby, lua, bash.
 Grammars come from the official ``tree-sitter-<lang>`` wheels; languages and
 parsers are built once and cached.
 """
@@ -35,6 +35,9 @@ LANGUAGE_IDS: dict[str, str] = {
     "php": "php",
     "ruby": "ruby",
     "lua": "lua",
+    "bash": "bash",
+    "shellscript": "bash",  # VS Code's id
+    "sh": "bash",  # Neovim's filetype for a .sh file (a POSIX sh script reads as Bash, a subset)
 }
 
 EXTENSIONS: dict[str, str] = {
@@ -66,6 +69,8 @@ EXTENSIONS: dict[str, str] = {
     ".gemspec": "ruby",
     ".ru": "ruby",
     ".lua": "lua",
+    ".sh": "bash",
+    ".bash": "bash",
 }
 
 # canonical name -> (module, function returning the grammar capsule)
@@ -85,6 +90,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "php": ("tree_sitter_php", "language_php_only"),
     "ruby": ("tree_sitter_ruby", "language"),
     "lua": ("tree_sitter_lua", "language"),
+    "bash": ("tree_sitter_bash", "language"),
 }
 
 LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)

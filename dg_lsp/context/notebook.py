@@ -35,7 +35,7 @@ CODE, MARKUP = "code", "markup"
 # the line comment of each language the server reads (`languages.LANGUAGES`), for the markers and markdown cells
 _COMMENT = {"python": "#", "javascript": "//", "typescript": "//", "tsx": "//", "c": "//", "cpp": "//",
             "java": "//", "go": "//", "rust": "//", "csharp": "//", "php": "//",
-            "ruby": "#", "lua": "--"}
+            "ruby": "#", "lua": "--", "bash": "#"}
 # cell magics whose cell is Python after its first line
 _PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
 

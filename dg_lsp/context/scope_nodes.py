@@ -104,6 +104,7 @@ SCOPE_KINDS: dict[str, dict[str, str]] = {
         "function_declaration": "function",  # a method where its name is `M:name` (`scope_kind`)
         "function_definition": "function",  # `M.f = function(x)`, a table's field, a callback
     },
+    "bash": {"function_definition": "function"},  # `name() {`, `function name {`
 }
 
 # Containers whose function children are methods, per language, and the wrapper

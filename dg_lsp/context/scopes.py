@@ -55,6 +55,7 @@ _COMMENT_STARTS = {
     "php": ("//", "/*", "*", "#"),  # `#` comments, `#[Attribute]` lines
     "ruby": ("#", "=begin", "=end"),
     "lua": ("--",),
+    "bash": ("#",),
 }
 _C_COMMENT_STARTS = ("//", "/*", "*")
 

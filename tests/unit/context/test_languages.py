@@ -40,6 +40,9 @@ from dg_lsp.context import (
         ("PHP", "php"),
         ("ruby", "ruby"),
         ("lua", "lua"),
+        ("bash", "bash"),
+        ("shellscript", "bash"),
+        ("sh", "bash"),
     ],
 )
 def test_normalize_language(language_id, canonical):
@@ -85,6 +88,8 @@ def test_unknown_language_ids(language_id):
         ("rack.gemspec", "ruby"),
         ("config.ru", "ruby"),
         ("lua/vim/lsp/util.lua", "lua"),
+        ("install.sh", "bash"),
+        ("lib/bats-core/common.bash", "bash"),
         ("/home/u/README.md", None),
         ("Makefile", None),
     ],
