@@ -1,5 +1,5 @@
-"""The syntax gate's rules for the languages whose blocks close with `end` (Ruby, Lua: `context/end_blocks.py`): a
-block's header line and its `end` line, read by indentation.
+"""The syntax gate's rules for the languages whose blocks close with a keyword (Ruby's and Lua's `end`, Bash's `fi`,
+`done`, `esac`: `context/end_blocks.py`): a block's header line and its `end` line, read by indentation.
 
 A hole where a block's header (`def call(env)`, `items.each do |item|`, `local function walk(node)`) or its `end`
 was leaves the file broken in a way no text that leaves it as broken makes worse: every `end` below re-pairs with
@@ -22,6 +22,15 @@ the hole's line must be (each language's own keywords: Ruby's clauses below, Lua
   above it, where the `end` below it stands at a column between the two that no keyword of that line gives, or
   where that line heads nothing (no block, clause, statement going on, nor a bracket with no block opened in it),
   unless the text's line goes on from it (`.map`, `and b`) or heads something itself;
+- a clause below the text (`else`, Bash's `-h|--help)`) needs its header (`_headless_clause`): the nearest line
+  above it no deeper than it, where that is the text's (or the text is a comment), must be a header that takes it
+  or, at its column, a clause before it (the arm above, its `;;`);
+- a text's last line that heads nothing is not over deeper lines (`_heads_nothing_over_deeper`: two columns or
+  more, a tab as eight) that do not go on from it: a statement where a header was, or where a string of several
+  lines started (`OPTS="--all`), its later lines left as code;
+- Bash's arms: a `;;` stands over the next arm's pattern or `esac` (`_no_clause_below`), and the last line of an
+  arm's body over the next arm's pattern is its `;;` (`_body_left_open`); a header's block must be one the `end`
+  below closes (`closes`: an `if` over a `done` is not);
 - a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
   goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
   window one ERROR node, in which the error count sees nothing, so none of these are left to it.
@@ -47,8 +56,6 @@ from dg_lsp.context.syntax import parsed
 
 # the line's statement goes on below it
 _GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
-# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
-_GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
 # Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
 _ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
 # the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
@@ -62,10 +69,11 @@ def _literal_query(language: str) -> Query:
     return Query(get_language(language), reading(language).LITERAL_QUERY)
 
 
-def _literal_rows(text: str, language: str) -> set[int]:
-    """The rows of `text` that are inside a literal (a string's later lines, a long comment's: Ruby's heredoc
-    bodies, `=begin` comments and the data after `__END__`, Lua's `--[[`): their indentation is text, not code's."""
-    rows: set[int] = set()
+def _literals(text: str, language: str) -> list[tuple[tuple[int, int], tuple[int, int], range]]:
+    """Each literal of `text` whose later lines are text, not code (a string's, a long comment's: Ruby's heredoc
+    bodies, `=begin` comments and the data after `__END__`, Lua's `--[[`, Bash's here-documents), as (its start
+    point, its end point, the rows of its text)."""
+    spans = []
     blocks = reading(language)
     for nodes in QueryCursor(_literal_query(language)).captures(parsed(text, language).root_node).values():
         for node in nodes:
@@ -73,7 +81,21 @@ def _literal_rows(text: str, language: str) -> set[int]:
                 continue  # a line comment: `code_of` drops it, and a line of it is no line of code
             # from the row after the one it starts on, unless it starts that row (`=begin`, a heredoc's body)
             first = node.start_point.row + (0 if node.start_point.column == 0 else 1)
-            rows.update(range(first, node.end_point.row + 1))
+            spans.append((tuple(node.start_point), tuple(node.end_point), range(first, node.end_point.row + 1)))
+    return spans
+
+
+def _literal_rows(text: str, language: str, last: int, shift: int, without: set) -> set[int]:
+    """The rows of `text` that are inside a literal (`_literals`): their indentation is text, not code's. `text` holds
+    a text that ends on row `last` and adds `shift` lines; `without` holds the (start, end) points of the literals
+    of the file without it. A literal that starts below row `last` counts only where it is one without that text too
+    (`shift` rows higher): a text that breaks the blocks can make tree-sitter-bash pair the quotes below it the wrong
+    way round, reading the lines between two strings as one string's."""
+    rows: set[int] = set()
+    for start, end, text_rows in _literals(text, language):
+        if start[0] > last and ((start[0] - shift, start[1]), (end[0] - shift, end[1])) not in without:
+            continue
+        rows.update(text_rows)
     return rows
 
 
@@ -90,11 +112,19 @@ def _code_lines(blocks, lines: list[str], rows: range, literal: set[int]):
 
 def block_judge(prefix: str, suffix: str, language: str):
     """The rules of the module's docstring, as a test of a text that goes between `prefix` and `suffix` in
-    `language` (Ruby, Lua): True where it breaks one (never without the language's grammar: the gate passes every
+    `language` (Ruby, Lua, Bash): True where it breaks one (never without the language's grammar: the gate passes every
     text of a language it has no grammar for)."""
     blocks = reading(language)
     if get_language(language) is None:
         return lambda text: False
+
+    without = None
+
+    def literal_rows(text: str, last: int) -> set[int]:
+        nonlocal without
+        if without is None:
+            without = {(start, end) for start, end, _ in _literals(prefix + suffix, language)}
+        return _literal_rows(prefix + text + suffix, language, last, text.count("\n"), without)
 
     def breaks(text: str) -> bool:
         whole = prefix + text + suffix
@@ -104,10 +134,10 @@ def block_judge(prefix: str, suffix: str, language: str):
         literal = None
         head = lines[first]
         if not head[: len(prefix) - prefix.rfind("\n") - 1].strip() and text.strip():
-            literal = _literal_rows(whole, language)
+            literal = literal_rows(text, last)
             if first not in literal and must_close(blocks, lines, first, literal):
                 code = blocks.code_of(head).strip()
-                if code and not (blocks.END.match(code) or blocks.CLAUSE.match(code)):
+                if code and not (blocks.END.match(code) or blocks.CLAUSE.match(code) or _ends_arm(blocks, code)):
                     return True
                 if not code and not must_close(blocks, lines, last + 1, literal, width=indent_width(head)):
                     return True  # a comment where the block's `end` was
@@ -115,16 +145,20 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # a body's line where its header was: the body and its `end` are left with no header
         tail = lines[last]
         if text.strip() and not whole[len(prefix) + len(text.rstrip()):].split("\n", 1)[0].strip():
-            literal = _literal_rows(whole, language) if literal is None else literal
+            literal = literal_rows(text, last) if literal is None else literal
             body = must_open(blocks, lines, last, literal)
             if last not in literal and body:
                 code, clause = blocks.code_of(tail).strip(), blocks.CLAUSE.match(body[-1])
+                end = blocks.END.match(body[-1])
                 if not (blocks.opens_block(code) or blocks.CLAUSE.match(code)
-                        or _GOES_ON.search(code) and any(blocks.heads_block_below(line) for line in body[:-1])):
+                        or _GOES_ON.search(code) and any(blocks.heads_block_below(line) and (
+                            end is None or blocks.closes(blocks.block_kind(line), end.group())) for line in body[:-1])):
                     return True  # the block's body and `end` below are left with no header
                 kind = blocks.block_kind(code)
                 if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
+                if kind is not None and end is not None and not blocks.closes(kind, end.group()):
+                    return True  # a header whose block the line below does not close (Bash's `if` over `done`)
                 if blocks.END.match(body[-1]) and first_unopened_closer(body[-1], 0, language) is not None \
                         and not open_brackets("\n".join(lines[:last + 1]), language):
                     return True  # `end)` below closes a bracket that nothing is in at its header's line
@@ -132,6 +166,14 @@ def block_judge(prefix: str, suffix: str, language: str):
                     and blocks.leaves_block_open(code) \
                     and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):
                 return True  # a clause over lines of its level: the `end` it continues the block to is not there
+            if last not in literal and _headless_clause(blocks, lines, first, last, literal):
+                return True  # a clause below with no header: the text's line is where its header was
+            if last not in literal and _heads_nothing_over_deeper(blocks, lines, last, literal, language):
+                return True  # deeper lines below a line that heads nothing: their header was where the text is
+            if last not in literal and _no_clause_below(blocks, lines, last, literal):
+                return True  # Bash's `;;` over a line of the arm's body
+            if last not in literal and _body_left_open(blocks, lines, last, literal):
+                return True  # Bash's arm whose body the text ends with no `;;`, over the next arm
             if last not in literal and open_brackets(text, language) \
                     and not _goes_on_below(blocks, lines, last, literal):
                 return True  # a bracket the text opens and nothing below closes
@@ -150,7 +192,7 @@ def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], lang
     code = blocks.code_of(lines[row]).strip()
     above = next(_code_lines(blocks, lines, range(row - 1, -1, -1), literal), None)
     width = indent_width(lines[row])
-    if not code or above is None or width <= above[1] or _GOES_ON_FROM_ABOVE.match(code):
+    if not code or above is None or width <= above[1] or blocks.GOES_ON_FROM_ABOVE.match(code):
         return False
     if blocks.opens_block(code) or open_brackets(code, language):
         return False
@@ -163,6 +205,76 @@ def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], lang
             or _ACCESS.match(above[2]) or _WANTS_MORE.search(above[2]):
         return False
     return not _in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
+
+
+def _headless_clause(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
+    """Whether the first code line below the text's rows (`first` to `last`) is a clause (`else`, a `case` arm's
+    pattern: `-h|--help)`) that the nearest code line above it indented no deeper than it, where that is a line of
+    the text (or the text has no code: a comment where a header was), does not head: neither a header that takes
+    the clause (`case "$1" in` over its arms, at its column or less) nor, at the clause's column, a clause before it
+    (the arm above, or its `;;`; not an `end`, which closed the block). A line put where a `case` line (or an `if`
+    line over an `else`) was leaves the clauses below with no block."""
+    below = next(_code_lines(blocks, lines, range(last + 1, len(lines)), literal), None)
+    clause = blocks.CLAUSE.match(below[2]) if below is not None else None
+    if clause is None:
+        return False
+    column = below[1]
+    above = next((line for line in _code_lines(blocks, lines, range(below[0] - 1, -1, -1), literal)
+                  if line[1] <= column), None)
+    if above is None:
+        return False
+    if above[0] < first and any(blocks.code_of(lines[row]).strip() for row in range(first, last + 1)):
+        return False  # the clause's nearest line is above the text's code, which is its body's
+    kind = blocks.block_kind(above[2])
+    if kind is not None and blocks.takes_clause(kind, clause.group(1)):
+        return False
+    return not (above[1] == column and (blocks.CLAUSE.match(above[2]) or _ends_arm(blocks, above[2])))
+
+
+def _heads_nothing_over_deeper(blocks, lines: list[str], row: int, literal: set[int], language: str) -> bool:
+    """Whether the code line `row` heads nothing (it opens no block and no clause, does not go on below: `foo(a,`,
+    `cmd \\`, `x unless`, and is inside no bracket) while the next code line is indented deeper, by two columns or
+    more (a tab as eight: a file's odd line one column off is no block), and is no block's end or clause, nor goes on
+    from it (`.map`, Bash's `&& b`): a line put where a header was, or the first line of a string (`OPTS="--all`)
+    whose later lines are left as code."""
+    code = blocks.code_of(lines[row]).strip()
+    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
+    if not code or below is None or _columns(lines[below[0]]) < _columns(lines[row]) + 2 \
+            or blocks.GOES_ON_FROM_ABOVE.match(below[2]) or blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]):
+        return False
+    if blocks.opens_block(code) or blocks.CLAUSE.match(code) or _GOES_ON.search(code) or _ACCESS.match(code) \
+            or _WANTS_MORE.search(code):
+        return False
+    return not _in_a_bracket(blocks, "\n".join(lines[:row + 1]), language)
+
+
+def _ends_arm(blocks, code: str) -> bool:
+    """Whether a line's code ends with Bash's `;;` (`CLAUSE_BELOW`): an arm's end, where a block's end may stand."""
+    return blocks.CLAUSE_BELOW is not None and bool(blocks.CLAUSE_BELOW.search(code))
+
+
+def _columns(line: str) -> int:
+    """The columns a line's indentation spans, a tab as eight."""
+    return indent_width(line.expandtabs(8))
+
+
+def _no_clause_below(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the code line `row` must be followed by a clause or a block's end (`CLAUSE_BELOW`: Bash's `;;`, the
+    next arm's pattern or `esac`) and the next code line is neither."""
+    if not _ends_arm(blocks, blocks.code_of(lines[row]).strip()):
+        return False
+    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
+    return below is not None and not (blocks.CLAUSE.match(below[2]) or blocks.END.match(below[2]))
+
+
+def _body_left_open(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the code line `row` is indented deeper than the next code line, a clause, and may not end the body
+    above that clause (`before_clause`: before a Bash arm's pattern, the arm above must end with its `;;`)."""
+    code = blocks.code_of(lines[row]).strip()
+    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
+    clause = blocks.CLAUSE.match(below[2]) if code and below is not None else None
+    return clause is not None and indent_width(lines[row]) > below[1] \
+        and not blocks.before_clause(clause.group(1), code)
 
 
 def _in_a_bracket(blocks, text: str, language: str) -> bool:
@@ -234,11 +346,11 @@ def _closes_what_is_open(closers: str, before: str, suffix: str, language: str) 
 
 
 def with_its_end(cut: str, text: str, prefix: str, suffix: str, language: str) -> str:
-    """Ruby, Lua: `cut` (the start of `text` that `postprocess.cut_to_block` kept) with the line after it where that
-    line is the `end` of a block the cursor is in whose `end` the document does not have: the header above the hole
+    """Ruby, Lua, Bash: `cut` (the start of `text` that `postprocess.cut_to_block` kept) with the line after it where
+    that line is the `end` of a block the cursor is in whose `end` the document does not have: the header above the hole
     at that `end`'s column, with the kept lines for its body, and below the hole no `end` (or clause) at that column
-    before a line back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its
-    `end` with its body; where the `end` is there already, the cut stands."""
+    before a line back at it. A new method written with no `end` under it yet (no endwise plug-in) then gets its `end`
+    with its body; where the `end` is there already, the cut stands."""
     blocks = reading(language)
     rest = text[len(cut):] if text.startswith(cut) else ""
     if not rest.startswith("\n"):

@@ -50,7 +50,7 @@ def strip_control(text: str) -> str:
 
 def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> str:
     """Remove the longest tail of `text` that the suffix starts with, and a duplicated next line. Not where that
-    tail is only closing brackets, or in Ruby and Lua only `end`s: a text that closes its block before the suffix
+    tail is only closing brackets, or in Ruby, Lua and Bash only `end`s: a text that closes its block before the suffix
     closes the outer one (`    end` over `  end`)."""
     if not text or not suffix:
         return text
@@ -58,11 +58,11 @@ def trim_suffix_overlap(text: str, suffix: str, language: str | None = None) -> 
         if text.endswith(suffix[:k]) and suffix[:k].strip():
             if not suffix[:k].strip(" \t\n)]}"):
                 break  # only closing brackets: `drop_closers_the_suffix_has` balances them against the prefix
-            if reading(language) is not None and closes_only(suffix[:k]):
+            if reading(language) is not None and closes_only(suffix[:k], language):
                 break  # `end`s: the gate reads which block each closes (`end_blocks.end_faults`)
             return text[:-k]
     next_line = suffix.lstrip("\n").split("\n", 1)[0]
-    if reading(language) is not None and closes_only(next_line):
+    if reading(language) is not None and closes_only(next_line, language):
         return text
     if next_line.strip(" \t)]}") and text.rstrip("\n").endswith(next_line) and text.rstrip("\n") != next_line:
         return text.rstrip("\n")[: -len(next_line)]

@@ -94,14 +94,15 @@ def _dedent(indent: str, unit: str) -> str:
 
 
 def _heads_a_block(code: str, language: str | None) -> bool:
-    """Ruby, Lua: whether a line's code heads a block or a clause (`def x`, `items.each do |i|`, `else`, `if x then`,
-    `local function f()`)."""
+    """Ruby, Lua, Bash: whether a line's code heads a block or a clause (`def x`, `items.each do |i|`, `else`, `if x
+    then`, `local function f()`)."""
     blocks = reading(language)
     return blocks is not None and blocks.block_kind(code) is not None
 
 
 def _strip_trailing_comment(text: str, language: str | None) -> str:
-    """Drop an end-of-line comment (roughly: string contents are not tracked, but in Ruby's and Lua's `code_of`)."""
+    """Drop an end-of-line comment (roughly: string contents are not tracked, but in Ruby's, Lua's and Bash's
+    `code_of`)."""
     blocks = reading(language)
     if blocks is not None:
         return blocks.code_of(text)

@@ -19,6 +19,12 @@ import re
 CLAUSE = re.compile(r"(else|elseif|then|do)\b")
 # a line that closes the block above it (a `repeat`'s `until` with its condition)
 END = re.compile(r"(end|until)\b")
+# `end_blocks.closes_only`: the word that closes a block
+CLOSE_WORDS = re.compile(r"\bend\b")
+# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
+GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
+# a line after which the next code line must be a clause or a block's end: none
+CLAUSE_BELOW = None
 _WORDS = re.compile(r"[A-Za-z_]\w*")
 _CLOSES = ("end", "until")
 _LONG_OPEN = re.compile(r"\[(=*)\[")
@@ -33,6 +39,7 @@ _KEYWORDS = ("and", "break", "do", "else", "elseif", "end", "false", "for", "fun
 END_QUERY = '"end" @end ((identifier) @stray (#match? @stray "^(' + "|".join(_KEYWORDS) + ')$"))'
 # blocks whose `end` may line up with the line of the call they are an argument of
 CALL_BLOCKS = ("function_definition",)
+BODY_BLOCKS = ()  # blocks whose `end` may line up with the statement they are the body of: none
 
 
 def is_long_comment(text: bytes) -> bool:
@@ -149,6 +156,18 @@ def takes_clause(kind: str, clause: str) -> bool:
     if clause == "do":
         return kind == "do"
     return kind in ("if", "elseif", "then")
+
+
+def closes(kind: str, end: str) -> bool:
+    """Whether a line that starts with `end` (`END`'s match) closes a block headed by `kind`: always (an `end`
+    closes any block)."""
+    return True
+
+
+def before_clause(clause: str, code: str) -> bool:
+    """Whether `code`, the last line of a body indented deeper than the clause `clause` below it, may end that body:
+    always."""
+    return True
 
 
 def heads_block_below(code: str) -> bool:

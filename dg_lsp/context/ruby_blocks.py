@@ -29,6 +29,12 @@ _ONE_LINE_END = re.compile(r"(?<![.\w:])end\s*$")  # not `range.end`
 # a clause: it continues the block above it at the header's column, and heads lines of its own
 CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
+# `end_blocks.closes_only`: the word that closes a block
+CLOSE_WORDS = re.compile(r"\bend\b")
+# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
+GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
+# a line after which the next code line must be a clause or a block's end: none
+CLAUSE_BELOW = None
 _QUOTES = "'\"`"
 
 
@@ -92,6 +98,7 @@ def takes_clause(kind: str, clause: str) -> bool:
 
 # blocks whose `end` may line up with the line of the call (or loop) they belong to: `foo(a,\n    b) do |x|`
 CALL_BLOCKS = ("do_block", "do")
+BODY_BLOCKS = ()  # blocks whose `end` may line up with the statement they are the body of: none
 # tree-sitter-ruby's `end`s, and the identifiers it reads a stray `end` as
 END_QUERY = '"end" @end ((identifier) @stray (#eq? @stray "end"))'
 # tree-sitter-ruby's nodes whose later lines are text, not code: a heredoc's body, a string's, a comment's (an
@@ -112,6 +119,18 @@ def stray(node) -> bool:
     field = {"call": "method", "method": "name", "singleton_method": "name"}.get(parent.type if parent else "")
     named = parent.child_by_field_name(field) if field else None
     return named is None or named.start_byte != node.start_byte
+
+
+def closes(kind: str, end: str) -> bool:
+    """Whether a line that starts with `end` (`END`'s match) closes a block headed by `kind`: always (an `end`
+    closes any block)."""
+    return True
+
+
+def before_clause(clause: str, code: str) -> bool:
+    """Whether `code`, the last line of a body indented deeper than the clause `clause` below it, may end that body:
+    always."""
+    return True
 
 
 def heads_block_below(code: str) -> bool:

@@ -79,7 +79,7 @@ def is_top_level_start(text: str, language: str) -> bool:
     if is_comment_line(text, language):
         return False
     blocks = reading(language)
-    if blocks is not None:  # Ruby, Lua: a line that closes or continues a block, as `}` does
+    if blocks is not None:  # Ruby, Lua, Bash: a line that closes or continues a block, as `}` does
         return not (blocks.END.match(text) or blocks.CLAUSE.match(text))
     return not (language != "python" and _LABEL.match(text))
 

@@ -149,15 +149,15 @@ def opens_unclosed_literal(root: Node, start: int, end: int) -> bool:
 
 
 def _clean(root: Node, language: str, data: bytes) -> bool:
-    """No ERROR or MISSING node in `root` (a parse of `data`), nor, in Ruby and Lua, an `end` that closes the wrong
-    block (`end_blocks.end_faults`)."""
+    """No ERROR or MISSING node in `root` (a parse of `data`), nor, in Ruby, Lua and Bash, an `end` that closes the
+    wrong block (`end_blocks.end_faults`)."""
     return not root.has_error and not (reading(language) is not None and end_faults(root, data, language))
 
 
 def _error_spans(root: Node, language: str | None = None, text: str | bytes = b"") -> list[tuple[str, int, int]]:
     """(type, start byte, end byte) of every ERROR and MISSING node. A hidden MISSING node (python's
     `_newline` between two statements on one line) is not among any node's children: a node flagged
-    `has_error` with no flagged child stands for it, with the node's own span. In Ruby and Lua, with the parse's
+    `has_error` with no flagged child stands for it, with the node's own span. In Ruby, Lua and Bash, with the parse's
     `text`, also each `end` that closes the wrong block (`end_blocks.end_faults`: tree-sitter-ruby reads a stray
     one as a name)."""
     spans = []

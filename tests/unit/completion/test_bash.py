@@ -1,5 +1,6 @@
-"""Bash: how the server reads a shell script (its functions as scopes, its brackets outside strings, comments and
-here-documents: `completion/brackets.py`), in a small script."""
+"""Bash: what the server shows for an engine answer in a shell script (`finish_suggestion` on the request's context:
+the windows, post-processing, the syntax gate with tree-sitter-bash, Bash's brackets (`completion/brackets.py`) and
+its `fi`/`done`/`esac` rules (`completion/gate_end_blocks.py`, `context/bash_blocks.py`)), in a small script."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 from dg_lsp.bench.metrics import own_check
 from dg_lsp.completion.brackets import open_brackets
+from dg_lsp.completion.gate_end_blocks import block_judge
+from dg_lsp.completion.postprocess import finish_suggestion
 from dg_lsp.context import extract_context
 from dg_lsp.context.syntax import error_spans
 
@@ -58,6 +61,16 @@ sync_dir "${1:-.}" "${2:-}"
 """
 
 
+def _shown(text: str, line: str, hole: str = "@@", source: str = SCRIPT) -> str:
+    """The shown text for the engine answer `text` where the script's line `line` (with its line break) is `hole`."""
+    assert source.count(line) == 1
+    prefix, suffix = source.replace(line, hole).split("@@")
+    lines = prefix.split("\n")
+    ctx = extract_context(prefix + suffix, "bash", len(lines) - 1, len(lines[-1]))
+    assert ctx.language == "bash"
+    return finish_suggestion(text, [], prefix, ctx, selection=False, max_lines=8, document=prefix + suffix)
+
+
 def test_the_script_is_valid_bash_and_parses_clean():
     if shutil.which("bash") is not None:
         assert own_check(SCRIPT, "bash") is True
@@ -89,3 +102,97 @@ def test_functions_are_the_scopes():
 ])
 def test_bashs_brackets_are_read_with_its_strings_comments_and_here_documents(text, still_open):
     assert open_brackets(text, "bash") == still_open
+
+
+def test_a_blocks_end_where_it_was_is_shown_and_a_statement_there_is_not():
+    line = "  fi\n}\n\nsync_dir() {\n"
+    hole = "@@}\n\nsync_dir() {\n"
+    assert _shown("  fi\n", line, hole) == "  fi\n"
+    assert _shown("  return 0\n", line, hole) == ""  # the if left open
+    assert _shown("  done\n", line, hole) == ""  # a loop's end under an if
+
+
+def test_a_header_where_it_was_is_shown_and_a_statement_there_is_not():
+    line = "  find \"$dir\" -type f | while read -r file; do\n"
+    assert _shown(line, line) == line
+    assert _shown("  local n=0\n", line) == ""  # the loop's body and its `done` left with no header
+    assert _shown("  if [[ -d $dir ]]; then\n", line) == ""  # an if over the loop's `done`
+
+
+def test_an_arms_pattern_where_it_was_is_shown_and_a_statement_or_comment_there_is_not():
+    line = "    -v)\n"
+    assert _shown("    -v)\n", line) == "    -v)\n"
+    assert _shown("    -q|--quiet)\n", line) == "    -q|--quiet)\n"
+    assert _shown("    log \"verbose\"\n", line) == ""
+    # the last arm: its `;;` in its body, the `esac` at the `case` line's column, left of the pattern's
+    assert _shown("*)", "    *)\n", "    @@\n") == "*)"
+    line = "  case \"$2\" in\n"
+    assert _shown("  case \"$2\" in\n", line) == "  case \"$2\" in\n"
+    assert _shown("  log \"case\"\n", line) == ""  # the arms below left with no case
+    assert _shown("  # the options\n", line) == ""
+
+
+def test_an_arms_end_stands_over_the_next_arm_and_nothing_else():
+    line = "      ;;\n    -v)\n"
+    hole = "@@    -v)\n"
+    assert _shown("      ;;\n", line, hole) == "      ;;\n"
+    assert _shown("      log \"again\"\n", line, hole) == ""  # the arm above left without its `;;`
+    line = "      log \"verbose\"\n"
+    assert _shown("      ;;\n", line) == ""  # a `;;` over a line of the arm's body
+
+
+def test_the_first_line_of_a_string_of_several_lines_is_not_replaced_by_a_statement():
+    line = "OPTS=\"--all\n"
+    assert _shown("OPTS=\"--all\n", line) == "OPTS=\"--all\n"
+    assert _shown("set -x\n", line) == ""  # the string's later lines would be read as commands
+
+
+def test_an_arms_body_that_ends_with_its_end_of_arm_in_the_style_of_git():
+    source = ("main() {\n\tcase \"$1\" in\n\thelp)\n\t\tusage ;;\n\tlog)\n\t\tshow_log || exit ;;\n"
+              "\t*)\n\t\trun \"$@\" ;;\n\tesac\n}\n")
+    line = "\t\tshow_log || exit ;;\n"
+    assert _shown("\t\tshow_log || exit ;;\n", line, source=source) == "\t\tshow_log || exit ;;\n"
+    assert _shown("\t\tshow_log\n", line, source=source) == ""  # the next arm under an arm with no `;;`
+
+
+def test_a_loops_done_may_line_up_with_its_while_after_a_pipe():
+    source = "f() {\n  printf '%s\\n' a b \\\n    | while read -r x; do\n        echo \"$x\"\n      done\n}\n"
+    assert error_spans(source, "bash") == []
+    assert error_spans(source.replace("      done", "     done"), "bash") != []  # at no column its loop gives
+
+
+def test_a_keyword_tree_sitter_bash_reads_as_a_command_is_an_error():
+    assert error_spans("f() {\n  echo a\n  fi\n}\n", "bash") != []  # tree-sitter-bash: a command named `fi`
+    assert error_spans("f() {\n  echo fi done\n}\n", "bash") == []  # words, no keywords
+
+
+def test_a_header_that_breaks_the_blocks_is_judged_on_the_lines_below_it_as_they_were():
+    # a `case` where a `then` was: tree-sitter-bash then pairs the quotes below it the wrong way round, reading the
+    # lines between two strings as one string's; the block rules read those lines as the file without the text does
+    source = ('merge() {\n\tcase "$1" in\n\tadd)\n\t\tif test -f "$4"\n\t\tthen\n\t\t\trm -f -- "$4" &&\n'
+              '\t\t\trmdir -p "$(dirname "$4")" || :\n\t\tfi &&\n\t\t\texec git update-index --remove -- "$4"\n'
+              '\t\t;;\n\t*)\n\t\techo "ERROR: $4" >&2\n\t\techo "done"\n\t\t;;\n\tesac\n}\n')
+    assert _shown("\t\tthen\n", "\t\tthen\n", source=source) == "\t\tthen\n"
+    assert _shown("\t\tcase \",$6,$7,\" in\n", "\t\tthen\n", source=source) == ""
+    # the rules alone (the whole document's reading, after the windows'): the `case` over the `fi` is refused
+    prefix, suffix = source.split("\t\tthen\n")
+    assert block_judge(prefix, suffix, "bash")("\t\tcase \",$6,$7,\" in\n")
+    assert not block_judge(prefix, suffix, "bash")("\t\tthen\n")
+
+
+def test_arms_at_the_cases_column_need_their_case_line_above_them():
+    source = "main() {\n  case \"$1\" in\n  -h)\n    usage\n    ;;\n  *)\n    run \"$@\"\n    ;;\n  esac\n}\n"
+    line = "  case \"$1\" in\n"
+    assert _shown(line, line, source=source) == line
+    assert _shown("  log \"case\"\n", line, source=source) == ""
+    assert _shown("  # the options\n", line, source=source) == ""
+
+
+def test_an_arms_end_stands_over_the_next_arm_not_over_the_arms_next_line():
+    source = SCRIPT.replace('      log "dry run"\n', '      log "dry run"\n      dry=1\n')
+    line = '      log "dry run"\n'
+    assert _shown(line, line, source=source) == line
+    assert _shown("      ;;\n", line, source=source) == ""
+    prefix, suffix = source.split(line)
+    assert block_judge(prefix, suffix, "bash")("      ;;\n")
+    assert not block_judge(prefix, suffix, "bash")(line)
