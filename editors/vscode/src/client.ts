@@ -23,7 +23,7 @@ import { StatusBar } from './statusBar';
 
 export const LANGUAGES = [
   'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
-  'go', 'rust', 'java', 'c', 'cpp', 'csharp', 'php', 'ruby', 'lua',
+  'go', 'rust', 'java', 'c', 'cpp', 'csharp', 'php', 'ruby', 'lua', 'shellscript',
 ];
 
 const POLL_ACTIVE_MS = 1000;

@@ -61,14 +61,15 @@ def cycled(request, nvim, tmp_path_factory) -> dict:
     return _run(nvim, tmp_path_factory, request.param, CYCLE_ANSWERS, CYCLE_KEYS)
 
 
-# a file of each language the server reads since session 46 (C#), 47 (PHP), 49 (Ruby) and 50 (Lua), and the line the
-# scripted answer writes in its class (or method); the cursor on the blank line 3 at column 4, in its body
+# a file of each language the server reads since session 46 (C#), 47 (PHP), 49 (Ruby), 50 (Lua) and 51 (Bash), and the
+# line the scripted answer writes in its class (or function); the cursor on the blank line 3 at column 4, in its body
 # file name: (source, the line the engine answers at its third line, the end of the prefix it answers after)
 OTHER_LANGUAGES = {"Area.cs": ("class Area\n{\n    \n}\n", "public int Width;", "{\n    "),
                    "Area.php": ("<?php class Area\n{\n    \n}\n", "public int $width;", "{\n    "),
                    "area.rb": ("class Area\n  def width\n    \n  end\nend\n", "@width", "def width\n    "),
                    "area.lua": ("local Area = {}\nfunction Area:width()\n    \nend\n", "return self.w",
-                                "width()\n    ")}
+                                "width()\n    "),
+                   "area.sh": ("area() {\n    local w=$1\n    \n}\n", "echo \"$w\"", "w=$1\n    ")}
 
 
 @pytest.fixture(scope="module", params=sorted(OTHER_LANGUAGES))
@@ -123,9 +124,9 @@ def test_paused_automatic_suggestions_come_only_when_asked(paused):
     assert steps[1]["lines"][2:] == ["    total = r * r", "    return total"], steps
 
 
-def test_csharp_php_ruby_and_lua_files_get_suggestions(other_language):
-    """Neovim's `cs`, `php`, `ruby` and `lua` filetypes: the plugin attaches, the server reads the file as C#, PHP,
-    Ruby or Lua and shows the line, Tab inserts it."""
+def test_csharp_php_ruby_lua_and_shell_files_get_suggestions(other_language):
+    """Neovim's `cs`, `php`, `ruby`, `lua` and `sh` filetypes: the plugin attaches, the server reads the file as C#,
+    PHP, Ruby, Lua or Bash and shows the line, Tab inserts it."""
     result = other_language
     assert result.get("error") is None and result["attached"], json.dumps(result, indent=1)
     assert result["first_ghost"] == result["line"], result

@@ -20,7 +20,7 @@ M.defaults = {
   cmd_env = nil,
   filetypes = {
     'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
-    'go', 'rust', 'java', 'c', 'cpp', 'cs', 'php', 'ruby', 'lua',
+    'go', 'rust', 'java', 'c', 'cpp', 'cs', 'php', 'ruby', 'lua', 'sh', 'bash',
   },
   root_markers = { '.git', 'pyproject.toml', 'package.json', 'go.mod', 'Cargo.toml' },
   settings = {},
