@@ -59,6 +59,13 @@ def test_ruby_statements_are_its_assignments_calls_and_returns():
     assert sorted(editing.statements(ruby, random.Random(0), 10, "ruby")) == [2, 3, 7]
 
 
+def test_bash_statements_are_its_commands_assignments_and_locals():
+    bash = ("f() {\n  local total=$1\n  total=$((total + 1))\n  log \"$total\"\n  if [ \"$total\" -gt 2 ]; then\n"
+            "    total=1\n  fi\n  echo \"$total\"\n}\n")
+    # not the first, not the if or its body
+    assert sorted(editing.statements(bash, random.Random(0), 10, "bash")) == [2, 3, 7]
+
+
 def test_lua_statements_are_its_assignments_locals_calls_and_returns():
     lua = ("local function f(xs)\n  local total = xs\n  total = total + 1\n  log(total)\n  if total > 2 then\n"
            "    total = total - 1\n  end\n  return total\nend\n")
@@ -93,13 +100,15 @@ CASES = {
     # Lua: `...` in a function that takes none, which luac refuses and tree-sitter-lua parses
     "luac": ("mod.lua", "local function f(xs)\n  local total = xs\n  total = total + 1\n  return total\nend\n",
              "lua", 2, "total = ..."),
+    # Bash: a `fi` that closes nothing, which `bash -n` refuses and tree-sitter-bash reads as a command
+    "bash": ("mod.sh", "f() {\n  local total=$1\n  total=$((total + 1))\n  echo \"$total\"\n}\n", "bash", 2, "fi"),
     "mypy": ("cls.py", "class Q:\n    def f(self):\n        total = 0\n        total += 1\n        return total\n",
              "python", 3, "total += self.missing"),
 }
 
 
 # per language, where it is not `total += 2;`: a text each compiler takes
-FINE = {"go": "total += 2", "php": "$total += 2;", "lua": "total = total + 2"}
+FINE = {"go": "total += 2", "php": "$total += 2;", "lua": "total = total + 2", "bash": "total=2"}
 
 
 @pytest.mark.parametrize("checker", sorted(CASES))
@@ -109,7 +118,8 @@ def test_the_languages_own_compiler_sees_what_the_parse_does_not(tmp_path, check
     dev-dependency is nowhere: checking its library does not need it), a name nothing binds, which pyflakes
     reports (and TypeScript's compiler, in JavaScript: `tsc-names`), an attribute the class does not have, which
     mypy reports, PHP's `break` outside a loop, which `php -l` refuses, Ruby's stray `end`, which `ruby -c`
-    refuses, and Lua's `...` outside a function that takes it, which `luac -p` refuses."""
+    refuses, Lua's `...` outside a function that takes it, which `luac -p` refuses, and Bash's `fi` that closes
+    nothing, which `bash -n` refuses."""
     from dg_lsp.bench.diagnostics.compilers import available
 
     if available(checker):

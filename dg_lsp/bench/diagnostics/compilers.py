@@ -26,6 +26,8 @@ does not see (a name declared twice, an undeclared name, a type error).
   in a `def` with no `rescue`);
 - `luac`: `luac -p` (Lua's own parser, nothing run: an `end` that closes nothing, a block left open, a `...` in a
   function that takes none);
+- `bash`: `bash -n` (Bash's own parser, nothing run: a `fi` or `done` that closes nothing, which tree-sitter-bash reads
+  as a command, a block left open, an arm with no `;;`, a function with an empty body);
 - `pyflakes` (Python): pyflakes' errors, not its warnings: a name read that nothing binds (or before it is bound), a
   duplicate argument, `return` or `yield` outside a function, a format string its arguments do not fit. Files in the
   wild often carry such messages already (a name only a star import or a `try` import binds), so what is new is
@@ -54,7 +56,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "ruby", "luac", "pyflakes", "mypy")
+CHECKERS = ("node", "tsc", "tsc-names", "gcc", "javac", "go", "cargo", "php", "ruby", "luac", "bash", "pyflakes",
+            "mypy")
 
 # pyflakes' messages that are errors at run time (or at compile time), not style
 _PYFLAKES_ERRORS = frozenset({
@@ -119,7 +122,7 @@ def available(checker: str) -> str | None:
         return "no TypeScript compiler: run `npm ci` in editors/vscode, or set DG_LSP_TYPESCRIPT"
     if checker == "gcc" and (shutil.which("gcc") is None or shutil.which("g++") is None):
         return "gcc or g++ is not on PATH"
-    if checker in ("javac", "go", "cargo", "php", "ruby", "luac") and shutil.which(checker) is None:
+    if checker in ("javac", "go", "cargo", "php", "ruby", "luac", "bash") and shutil.which(checker) is None:
         return f"{checker} is not on PATH"
     if checker in ("pyflakes", "mypy") and importlib.util.find_spec(checker) is None:
         return f"{checker} is not installed: pip install 'dg-lsp[bench]'"
@@ -296,11 +299,11 @@ def _mypy_errors(text: str, folder: str) -> list[str] | None:
 # the checkers that read one file alone with the language's own parser: (the file's name, the command before its
 # path, the word an output line must hold to be an error; "" for any line)
 _FILE_CHECKS = {"php": ("check.php", ["php", "-n", "-l"], "error"), "ruby": ("check.rb", ["ruby", "-c"], "error"),
-                "luac": ("check.lua", ["luac", "-p"], "")}
+                "luac": ("check.lua", ["luac", "-p"], ""), "bash": ("check.sh", ["bash", "-n"], "")}
 
 
 def _file_check_errors(checker: str, text: str, folder: str) -> list[str]:
-    """`php -l`, `ruby -c` or `luac -p` on `text` alone: its error lines, [] where it passes."""
+    """`php -l`, `ruby -c`, `luac -p` or `bash -n` on `text` alone: its error lines, [] where it passes."""
     name, command, word = _FILE_CHECKS[checker]
     done = subprocess.run(command + [_write(folder, name, text)], capture_output=True, text=True, timeout=60)
     return [] if done.returncode == 0 else [line for line in (done.stdout + done.stderr).splitlines()

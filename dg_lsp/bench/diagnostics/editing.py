@@ -3,9 +3,9 @@ its document: edits the quality benchmarks do not make, since they only ever fil
 
     python -m dg_lsp.bench.diagnostics.editing [PATH ...] [--files 9] [--per-file 8] [--seed 0]
         [--scenarios select,newline,blank,rest] [--server-cwd DIR] [--model DIR]
-        [--check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|pyflakes|mypy] [--json OUT]
+        [--check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|bash|pyflakes|mypy] [--json OUT]
     python -m dg_lsp.bench.diagnostics.editing --recheck RUN.json
-        --check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|pyflakes|mypy
+        --check-with node|tsc|tsc-names|gcc|javac|go|cargo|php|ruby|luac|bash|pyflakes|mypy
 
 PATHs are source files or directories (default: the held-out stdlib packages, `train.corpus.HELD_OUT_PACKAGES`), in
 any language the server parses (`context.languages.EXTENSIONS`). Positions: one-line simple statements alone on their
@@ -22,7 +22,7 @@ lines are the next lines of the file: accepted, it doubles them), exact (the del
 and the p50 latency. A selection fill the editor would not be sent counts its reason. `--server-cwd DIR` runs the
 server from another checkout (`python -m dg_lsp` there), to compare two. `--check-with` adds the language's own
 compiler's word (`compilers.py`: Node, tsc (early errors; `tsc-names`: undeclared names), gcc, javac, go, cargo,
-php -l, ruby -c, luac -p, pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the
+php -l, ruby -c, luac -p, bash -n, pyflakes, mypy): how many shown answers break a file that compiler passed (judged: the
 shown answers whose document, without them, that compiler passed), which a parse does not see (a name declared
 twice, an undeclared name), and the rows keep its new errors;
 `--recheck` does that for an earlier run's rows.
@@ -55,6 +55,8 @@ SIMPLE_STATEMENTS = frozenset({
 RUBY_STATEMENTS = frozenset({"assignment", "operator_assignment", "call", "return"})
 # a call is one of Lua's statements
 LUA_STATEMENTS = SIMPLE_STATEMENTS | {"function_call"}
+# Bash's: a command, an assignment, a `local`
+BASH_STATEMENTS = frozenset({"command", "variable_assignment", "declaration_command"})
 
 
 def source_files(paths: list[str]) -> list[tuple[Path, str]]:
@@ -106,7 +108,8 @@ def _tree_sitter_statements(text: str, language: str) -> set[int]:
             body = body.named_children[0]
         for st in [child for child in body.named_children if "comment" not in child.type][1:]:
             row = st.start_point.row
-            simple = st.type in {"ruby": RUBY_STATEMENTS, "lua": LUA_STATEMENTS}.get(language, SIMPLE_STATEMENTS)
+            simple = st.type in {"ruby": RUBY_STATEMENTS, "lua": LUA_STATEMENTS, "bash": BASH_STATEMENTS}.get(
+                language, SIMPLE_STATEMENTS)
             if simple and row == st.end_point.row and lines[row].strip() == st.text.decode():
                 rows.add(row)
     return rows
