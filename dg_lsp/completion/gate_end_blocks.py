@@ -54,8 +54,6 @@ from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
 
-# the line's statement goes on below it
-_GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
 # Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
 _ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
 # the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
@@ -151,7 +149,7 @@ def block_judge(prefix: str, suffix: str, language: str):
                 code, clause = blocks.code_of(tail).strip(), blocks.CLAUSE.match(body[-1])
                 end = blocks.END.match(body[-1])
                 if not (blocks.opens_block(code) or blocks.CLAUSE.match(code)
-                        or _GOES_ON.search(code) and any(blocks.heads_block_below(line) and (
+                        or blocks.GOES_ON.search(code) and any(blocks.heads_block_below(line) and (
                             end is None or blocks.closes(blocks.block_kind(line), end.group())) for line in body[:-1])):
                     return True  # the block's body and `end` below are left with no header
                 kind = blocks.block_kind(code)
@@ -170,6 +168,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # a clause below with no header: the text's line is where its header was
             if last not in literal and _heads_nothing_over_deeper(blocks, lines, last, literal, language):
                 return True  # deeper lines below a line that heads nothing: their header was where the text is
+            if last not in literal and _headless_end(blocks, lines, first, last, literal):
+                return True  # the `end` below the text's block has no header: the text is where it was
             if last not in literal and _no_clause_below(blocks, lines, last, literal):
                 return True  # Bash's `;;` over a line of the arm's body
             if last not in literal and _body_left_open(blocks, lines, last, literal):
@@ -201,7 +201,7 @@ def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], lang
     if below is not None and above[1] < below[1] and (blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2])) \
             and below[1] not in _keyword_columns(lines[above[0]]):
         return True  # an `end` between the line above's column and this one's: its header is missing
-    if blocks.opens_block(above[2]) or blocks.CLAUSE.match(above[2]) or _GOES_ON.search(above[2]) \
+    if blocks.opens_block(above[2]) or blocks.CLAUSE.match(above[2]) or blocks.GOES_ON.search(above[2]) \
             or _ACCESS.match(above[2]) or _WANTS_MORE.search(above[2]):
         return False
     return not _in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
@@ -231,6 +231,30 @@ def _headless_clause(blocks, lines: list[str], first: int, last: int, literal: s
     return not (above[1] == column and (blocks.CLAUSE.match(above[2]) or _ends_arm(blocks, above[2])))
 
 
+def _headless_end(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
+    """Whether the text's last line is a statement (no `end`, clause or header, nor a line that goes on from the one
+    above) and the first code line below it indented less than it is an `end` whose block has no header: the nearest code line above it indented no deeper than it, above the text's rows, neither heads a block
+    that `end` closes nor is a clause. A line of a block's body put where its header was, at the body's column
+    (under a line that goes on from the one above it, so `_under_no_header` does not judge it), leaves the body and
+    its `end` with no header."""
+    code = blocks.code_of(lines[last]).strip()
+    if blocks.END.match(code) or blocks.CLAUSE.match(code) or blocks.opens_block(code) \
+            or blocks.GOES_ON_FROM_ABOVE.match(code):
+        return False  # a block's end or clause, a header, a line that goes on: judged by the rules above
+    width = indent_width(lines[last])
+    end = next((line for line in _code_lines(blocks, lines, range(last + 1, len(lines)), literal) if line[1] < width),
+               None)
+    match = blocks.END.match(end[2]) if end is not None else None
+    if match is None:
+        return False
+    above = next((line for line in _code_lines(blocks, lines, range(end[0] - 1, -1, -1), literal)
+                  if line[1] <= end[1]), None)
+    if above is None or above[0] >= first or blocks.CLAUSE.match(above[2]):
+        return False
+    kind = blocks.block_kind(above[2])
+    return kind is None or not blocks.closes(kind, match.group())
+
+
 def _heads_nothing_over_deeper(blocks, lines: list[str], row: int, literal: set[int], language: str) -> bool:
     """Whether the code line `row` heads nothing (it opens no block and no clause, does not go on below: `foo(a,`,
     `cmd \\`, `x unless`, and is inside no bracket) while the next code line is indented deeper, by two columns or
@@ -242,7 +266,7 @@ def _heads_nothing_over_deeper(blocks, lines: list[str], row: int, literal: set[
     if not code or below is None or _columns(lines[below[0]]) < _columns(lines[row]) + 2 \
             or blocks.GOES_ON_FROM_ABOVE.match(below[2]) or blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]):
         return False
-    if blocks.opens_block(code) or blocks.CLAUSE.match(code) or _GOES_ON.search(code) or _ACCESS.match(code) \
+    if blocks.opens_block(code) or blocks.CLAUSE.match(code) or blocks.GOES_ON.search(code) or _ACCESS.match(code) \
             or _WANTS_MORE.search(code):
         return False
     return not _in_a_bracket(blocks, "\n".join(lines[:row + 1]), language)
@@ -279,9 +303,10 @@ def _body_left_open(blocks, lines: list[str], row: int, literal: set[int]) -> bo
 
 def _in_a_bracket(blocks, text: str, language: str) -> bool:
     """Whether the end of `text` is inside a bracket (a call's arguments, a table) and no block opened inside that
-    bracket (`on_reload = function(_, buf)` in a table: the lines of the function's body are a block's)."""
+    bracket (`on_reload = function(_, buf)` in a table: the lines of the function's body are a block's); not where
+    that bracket is a block's (`BLOCK_BRACKETS`: Bash's function body, `f() {`)."""
     spans = open_spans(text, language)
-    if not spans:
+    if not spans or spans[-1][0] in blocks.BLOCK_BRACKETS:
         return False
     inside = text[spans[-1][1] + 1:].split("\n")
     return not any(blocks.opens_block(blocks.code_of(line).strip()) for line in inside)

@@ -28,6 +28,9 @@ CLAUSE = re.compile(r"((?:else|elif|then|do)(?![\w-])|" + _ARM + ")")
 END = re.compile(r"(fi|done|esac)(?![\w-])")
 # `end_blocks.closes_only`: the words that close a block
 CLOSE_WORDS = re.compile(r"(?<![\w-])(?:fi|done|esac)(?![\w-])|;;&?|;&")
+# a line whose statement goes on below it: a `\\`, a pipe, a list's `&&` or `||`, an opener (a `x=` at its end is an
+# empty value, not one on the next line)
+GOES_ON = re.compile(r"(?:\\|\|\|?|&&|[(\[{])\s*$")
 # a line that goes on with the statement above it: a pipe, a list's `&&` or `||`, a closer, a `then` or `do` (a line
 # that starts with `-` is a command's next argument only where the line above ends with a `\`)
 GOES_ON_FROM_ABOVE = re.compile(r"(?:&&|\|\||\||[)\]}]|then(?![\w-])|do(?![\w-]))")
@@ -49,6 +52,8 @@ CALL_BLOCKS = ()  # no block is a call's argument
 # blocks whose closer may line up with the statement they are the body of: a loop's `done` under its `while` after
 # a `|` (`| while read -r line; do`), not under the line's start
 BODY_BLOCKS = ("do_group",)
+# the brackets that hold a block's lines, not a call's arguments or a table's fields: a function's body, a `{ }` group
+BLOCK_BRACKETS = "{"
 
 
 def is_long_comment(text: bytes) -> bool:

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import re
 
+# a line whose statement goes on below it, and one that goes on from the line above: Ruby's operators are Lua's
+# (`and`, `or`, `not`, `..`, a closer, a comma)
+from dg_lsp.context.ruby_blocks import GOES_ON, GOES_ON_FROM_ABOVE  # noqa: F401
+
 # a line that continues the block above it at the header's column, and heads lines of its own (a `then` or `do`
 # alone: the last line of a header of several lines)
 CLAUSE = re.compile(r"(else|elseif|then|do)\b")
@@ -21,8 +25,6 @@ CLAUSE = re.compile(r"(else|elseif|then|do)\b")
 END = re.compile(r"(end|until)\b")
 # `end_blocks.closes_only`: the word that closes a block
 CLOSE_WORDS = re.compile(r"\bend\b")
-# a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
-GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
 # a line after which the next code line must be a clause or a block's end: none
 CLAUSE_BELOW = None
 _WORDS = re.compile(r"[A-Za-z_]\w*")
@@ -40,6 +42,7 @@ END_QUERY = '"end" @end ((identifier) @stray (#match? @stray "^(' + "|".join(_KE
 # blocks whose `end` may line up with the line of the call they are an argument of
 CALL_BLOCKS = ("function_definition",)
 BODY_BLOCKS = ()  # blocks whose `end` may line up with the statement they are the body of: none
+BLOCK_BRACKETS = ""  # the brackets that hold a block's lines: none (a `{` holds a table)
 
 
 def is_long_comment(text: bytes) -> bool:

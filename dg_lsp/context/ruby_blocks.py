@@ -31,6 +31,8 @@ CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
 # `end_blocks.closes_only`: the word that closes a block
 CLOSE_WORDS = re.compile(r"\bend\b")
+# a line whose statement goes on below it: an opener, a comma, a `\\`, a `.`, an operator
+GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
 # a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
 GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
 # a line after which the next code line must be a clause or a block's end: none
@@ -99,6 +101,7 @@ def takes_clause(kind: str, clause: str) -> bool:
 # blocks whose `end` may line up with the line of the call (or loop) they belong to: `foo(a,\n    b) do |x|`
 CALL_BLOCKS = ("do_block", "do")
 BODY_BLOCKS = ()  # blocks whose `end` may line up with the statement they are the body of: none
+BLOCK_BRACKETS = ""  # the brackets that hold a block's lines, read as a block's: none (`{` is a hash's too)
 # tree-sitter-ruby's `end`s, and the identifiers it reads a stray `end` as
 END_QUERY = '"end" @end ((identifier) @stray (#eq? @stray "end"))'
 # tree-sitter-ruby's nodes whose later lines are text, not code: a heredoc's body, a string's, a comment's (an

@@ -1,10 +1,11 @@
-"""A block's header line answered with a line of its body, in Ruby or Lua, with no model run: what the server shows.
+"""A block's header line answered with a line of its body, in Ruby, Lua or Bash, with no model run: what the server
+shows.
 
-    python -m dg_lsp.bench.diagnostics.lost_header DIR [--language ruby|lua] [--n 200] [--seed 0]
+    python -m dg_lsp.bench.diagnostics.lost_header DIR [--language ruby|lua|bash] [--n 200] [--seed 0]
 
-Each line of the `.rb` (`.lua`) files under DIR that opens a block (not a clause), with its body's first line
-indented deeper below it, in files the language's own check passes (`ruby -c`, `luac -p`; all where it is not on
-PATH), is a hole; the cursor at its start, as after the line is deleted. Two texts go through post-processing and
+Each line of the `.rb` (`.lua`, `.sh` and `.bash`) files under DIR that opens a block (not a clause), with its body's
+first line indented deeper below it, in files the language's own check passes (`ruby -c`, `luac -p`, `bash -n`; all
+where it is not on PATH), is a hole; the cursor at its start, as after the line is deleted. Two texts go through post-processing and
 the gate with the whole document (`postprocess.finish_suggestion`): the header itself (the right text), and a
 statement at the body's indentation (`x = 1`): a model writing the body where its header was, which leaves the body
 and its `end` with no header. Prints how many right headers are shown whole, and how many wrong lines are shown and

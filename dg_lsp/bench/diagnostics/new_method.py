@@ -20,17 +20,18 @@ import sys
 from pathlib import Path
 
 
-# per language: its files, and the nodes that are a method (a function) closed by `end`
-FILES = {"ruby": "*.rb", "lua": "*.lua"}
+# per language: its files, and the nodes that are a method (a function) closed by `end` (not Bash's: its functions
+# close with a `}`)
+FILES = {"ruby": ("*.rb",), "lua": ("*.lua",), "bash": ("*.sh", "*.bash")}
 _METHODS = {"ruby": ("method",), "lua": ("function_declaration", "function_definition")}
 
 
 def sources(root: str, language: str):
     """(path, text) of each of the language's files under `root` (`FILES`) that its own check passes (`ruby -c`,
-    `luac -p`; all where it is not on PATH); `lost_header` reads the same files."""
+    `luac -p`, `bash -n`; all where it is not on PATH); `lost_header` reads the same files."""
     from dg_lsp.bench.metrics import own_check
 
-    for path in sorted(Path(root).rglob(FILES[language])):
+    for path in sorted(path for pattern in FILES[language] for path in Path(root).rglob(pattern)):
         text = path.read_text(encoding="utf-8", errors="replace")
         if own_check(text, language) is not False:
             yield path, text
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dg_lsp.bench.diagnostics.new_method", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", metavar="DIR")
-    p.add_argument("--language", choices=sorted(FILES), default="ruby")
+    p.add_argument("--language", choices=sorted(_METHODS), default="ruby")
     p.add_argument("--n", type=int, default=150, help="methods drawn (seeded)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

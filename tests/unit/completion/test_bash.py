@@ -196,3 +196,25 @@ def test_an_arms_end_stands_over_the_next_arm_not_over_the_arms_next_line():
     prefix, suffix = source.split(line)
     assert block_judge(prefix, suffix, "bash")("      ;;\n")
     assert not block_judge(prefix, suffix, "bash")(line)
+
+
+def test_a_body_line_where_its_header_was_is_not_shown_in_a_functions_braces():
+    # the header's line emptied, the cursor on it: a line of the body written there at the body's column leaves the
+    # body and its `fi` with no header (the line above heads nothing, and the function's `{` holds lines, not a
+    # call's arguments)
+    source = "f() {\n  local x=1\n  if [[ -n $x ]]; then\n    echo \"$x\"\n  fi\n  echo done\n}\n"
+    line = "  if [[ -n $x ]]; then\n"
+    assert _shown(line, line, "@@\n", source=source) == line.rstrip("\n")
+    assert _shown("    x = 1\n", line, "@@\n", source=source) == ""
+    # an empty value ends its line's statement (`x=`): the line below is no value of it
+    source = source.replace("  local x=1\n", "  local x=\n")
+    assert _shown("    x = 1\n", line, "@@\n", source=source) == ""
+
+
+def test_a_body_line_where_its_header_was_under_a_line_that_goes_on_is_not_shown():
+    source = ("f() {\n  eval \"$setup\" ||\n    die \"setup failed\"\n  while read -r commit; do\n"
+              "    count=$((count + 1))\n  done\n}\n")
+    line = "  while read -r commit; do\n"
+    assert _shown(line, line, "@@\n", source=source) == line.rstrip("\n")
+    # at the body's column, as deep as the line above: the `done` below is left with no header
+    assert _shown("    x = 1\n", line, "@@\n", source=source) == ""
