@@ -152,7 +152,7 @@ def block_judge(prefix: str, suffix: str, language: str):
                         or blocks.GOES_ON.search(code) and any(blocks.heads_block_below(line) and (
                             end is None or blocks.closes(blocks.block_kind(line), end.group())) for line in body[:-1])):
                     return True  # the block's body and `end` below are left with no header
-                kind = blocks.block_kind(code)
+                kind = _header_kind(blocks, lines, last, literal)
                 if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
                 if kind is not None and end is not None and not blocks.closes(kind, end.group()):
@@ -225,10 +225,27 @@ def _headless_clause(blocks, lines: list[str], first: int, last: int, literal: s
         return False
     if above[0] < first and any(blocks.code_of(lines[row]).strip() for row in range(first, last + 1)):
         return False  # the clause's nearest line is above the text's code, which is its body's
-    kind = blocks.block_kind(above[2])
+    kind = _header_kind(blocks, lines, above[0], literal)
     if kind is not None and blocks.takes_clause(kind, clause.group(1)):
         return False
     return not (above[1] == column and (blocks.CLAUSE.match(above[2]) or _ends_arm(blocks, above[2])))
+
+
+def _header_kind(blocks, lines: list[str], row: int, literal: set[int]) -> str | None:
+    """The kind of the block the code line `row` heads (`block_kind`), where a header waits for a keyword (Bash's
+    `?if`, its `then` not on its line) that a deeper line below it gives (a condition of several lines: `[[ b ]];
+    then`, which the header takes as its clause): the block's own kind then (`if`)."""
+    kind = blocks.block_kind(blocks.code_of(lines[row]).strip())
+    if kind is None or not kind.startswith("?"):
+        return kind
+    width = indent_width(lines[row])
+    for _, indent, code in _code_lines(blocks, lines, range(row + 1, len(lines)), literal):
+        if indent <= width:
+            break
+        given = blocks.block_kind(code)
+        if given is not None and blocks.takes_clause(kind, given):
+            return kind[1:]
+    return kind
 
 
 def _headless_end(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
@@ -251,7 +268,7 @@ def _headless_end(blocks, lines: list[str], first: int, last: int, literal: set[
                   if line[1] <= end[1]), None)
     if above is None or above[0] >= first or blocks.CLAUSE.match(above[2]):
         return False
-    kind = blocks.block_kind(above[2])
+    kind = _header_kind(blocks, lines, above[0], literal)
     return kind is None or not blocks.closes(kind, match.group())
 
 

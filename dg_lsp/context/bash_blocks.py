@@ -107,8 +107,10 @@ def code_of(line: str) -> str:
 
 def _open_kinds(code: str) -> list[str]:
     """The blocks (and clauses) a line's code opens and leaves open on it, outermost first: `if [ -f x ]; then` an
-    `if`, `elif x; then` an `elif`, `then` alone (a condition's last line) a `then`, `while read -r line` (its `do`
-    on a later line) a `do`, `-h|--help)` an `arm`, `-h) usage ;;` nothing."""
+    `if`, `elif x; then` an `elif`, `then` alone (a condition's last line) a `then`, `-h|--help)` an `arm`, `-h)
+    usage ;;` nothing. A header whose `then` (`do`) it does not hold is `?if` (`?elif`, `?do`): waiting for it at its
+    column on the next line (`while read -r line` over `do`), unless the line goes on below (`if [ a ] &&`: the
+    `then` comes with the condition's rest)."""
     stack: list[str] = []
     words = _code_and_words(code)[1]
     at = 0
@@ -166,7 +168,9 @@ def _open_kinds(code: str) -> list[str]:
                 stack.pop()
         elif _ASSIGNMENT.match(token):
             command = True  # `LC_ALL=C sort`: the command comes after its assignments
-    return [kind.lstrip("?") for kind in stack]
+    if GOES_ON.search(words):  # `if [ -n "$a" ] &&`: its `then` on a line that goes on from this one
+        return [kind.lstrip("?") for kind in stack]
+    return stack
 
 
 def opens_block(code: str) -> bool:
@@ -185,7 +189,8 @@ def leaves_block_open(code: str) -> bool:
 
 def block_kind(code: str) -> str | None:
     """The kind of the block or clause a line's code (`code_of`) heads (`if`, `elif`, `else`, `then`, `do`, `case`,
-    `arm`); None for a line that heads none."""
+    `arm`; `?if`, `?elif`, `?do` for a header still waiting for its `then` or `do`: `_open_kinds`); None for a line
+    that heads none."""
     kinds = _open_kinds(code.strip())
     return kinds[-1] if kinds else None
 
@@ -194,7 +199,9 @@ def takes_clause(kind: str, clause: str) -> bool:
     """Whether a block headed by `kind` (`block_kind`) goes on with `clause` (`CLAUSE`'s group) at its header's
     column: an `if`'s (and an `elif`'s, a `then`'s) take `elif` and `else`, an `if`'s and `elif`'s a `then` (a
     condition of several lines), a loop's its `do`, a `case` and an arm an arm's pattern; no other block takes
-    one."""
+    one. A header still waiting for its `then` (`do`) takes that alone (`if x == y` over an `else`: no `then`)."""
+    if kind.startswith("?"):
+        return clause == ("do" if kind == "?do" else "then")
     if clause == "then":
         return kind in ("if", "elif")
     if clause == "do":
@@ -207,7 +214,9 @@ def takes_clause(kind: str, clause: str) -> bool:
 def closes(kind: str, end: str) -> bool:
     """Whether a line that starts with `end` (`END`'s match: `fi`, `done`, `esac`) closes a block headed by `kind`
     (`block_kind`): `fi` an `if` (its `then`, `elif`, `else`), `done` a loop's `do`, `esac` a `case` (or its last
-    arm)."""
+    arm). A header still waiting for its `then` or `do` (`?if`) is closed by none."""
+    if kind.startswith("?"):
+        return False
     word = end.strip()
     if word == "fi":
         return kind in ("if", "elif", "else", "then")

@@ -119,6 +119,22 @@ def test_a_header_where_it_was_is_shown_and_a_statement_there_is_not():
     assert _shown("  if [[ -d $dir ]]; then\n", line) == ""  # an if over the loop's `done`
 
 
+def test_a_header_with_no_then_or_do_is_not_shown_over_its_blocks_clause():
+    line = "  if [[ $# -eq 0 ]]; then\n"
+    assert _shown("  if [ $# -eq 0 ]; then\n", line) == "  if [ $# -eq 0 ]; then\n"
+    assert _shown("  if [ $# -eq 0 ]\n", line) == ""  # a `then` on no line of its own below: the `elif` is its
+    assert _shown("  if x == 0 then\n", line) == ""  # a `then` that is an argument
+    line = '  find "$dir" -type f | while read -r file; do\n'
+    assert _shown('  find "$dir" -type f | while read -r file\n', line) == ""  # the loop's body with no `do`
+
+
+def test_a_condition_of_several_lines_gives_its_then_on_a_deeper_line():
+    source = "f() {\n  if (( n > 2 ))\n    [[ -n $x ]]; then\n    echo \"$x\"\n  else\n    echo none\n  fi\n}\n"
+    line = "  if (( n > 2 ))\n"
+    assert _shown(line, line, source=source) == line
+    assert _shown("    echo none\n", "    echo none\n", source=source) == "    echo none\n"
+
+
 def test_an_arms_pattern_where_it_was_is_shown_and_a_statement_or_comment_there_is_not():
     line = "    -v)\n"
     assert _shown("    -v)\n", line) == "    -v)\n"

@@ -18,7 +18,10 @@ from dg_lsp.context.syntax import error_spans
     ("elif [[ $x == y ]]; then", "elif"),
     ("else", "else"),
     ("while read -r line; do", "do"),
-    ("for f in *.sh", "do"),  # its `do` on the next line
+    ("for f in *.sh", "?do"),  # waiting for its `do` on the next line
+    ("while read -r a b", "?do"),
+    ("if cur == \"c\" then", "?if"),  # a `then` that is an argument: the `if` still waits for one
+    ("find . -name x |", None),
     ("do", "do"),
     ("until false; do", "do"),
     ("LC_ALL=C while read -r x; do", "do"),  # after an assignment a command starts
@@ -57,6 +60,8 @@ def test_clauses_ends_and_what_takes_or_closes_what():
     assert not bash_blocks.END.match("done_list=1") and not bash_blocks.END.match("fi-x")
     assert bash_blocks.takes_clause("if", "else") and bash_blocks.takes_clause("then", "elif")
     assert bash_blocks.takes_clause("do", "do") and bash_blocks.takes_clause("case", "*)")
+    assert bash_blocks.takes_clause("?do", "do") and bash_blocks.takes_clause("?if", "then")
+    assert not bash_blocks.takes_clause("?if", "else") and not bash_blocks.closes("?if", "fi")
     assert bash_blocks.takes_clause("arm", "-v)") and not bash_blocks.takes_clause("if", "-v)")
     assert not bash_blocks.takes_clause("do", "else") and not bash_blocks.takes_clause("case", "else")
     assert bash_blocks.closes("if", "fi") and bash_blocks.closes("do", "done") and bash_blocks.closes("case", "esac")
