@@ -8,10 +8,11 @@ Definitions:
 - syntax valid: the file with the completion applied has no more tree-sitter ERROR/MISSING
   nodes than the original file (None when no grammar exists for the language); for Python,
   also compiles when the original does (tree-sitter-python accepts an empty block, so a
-  deleted function body would otherwise count as valid). Compiling does not run the code; for Ruby and Lua,
-  where a `ruby` (a `luac`) is on PATH and `ruby -c` (`luac -p`) accepts the original, that check alone judges
-  (tree-sitter-ruby reads a stray `end` as a name; the gate's error count also counts `end`s at the wrong column,
-  which both languages take: `context/end_blocks.py`);
+  deleted function body would otherwise count as valid). Compiling does not run the code; for Ruby, Lua and
+  Bash, where a `ruby` (a `luac`, a `bash`) is on PATH and `ruby -c` (`luac -p`, `bash -n`) accepts the original,
+  that check alone judges (tree-sitter-ruby reads a stray `end` as a name, tree-sitter-bash a stray `fi` as a
+  command; the gate's error count also counts `end`s at the wrong column, which these languages take:
+  `context/end_blocks.py`);
 - show rate: the share of requests that got a suggestion (a non-empty text, no error);
 - shown syntax-clean: among the shown suggestions, the share that is syntax valid (the file as
   the editor holds it after accepting it). A syntax gate trades the first for the second.
@@ -73,8 +74,8 @@ _OWN_CHECKS = {"ruby": ("ruby", "-c", "-"), "lua": ("luac", "-p", "-"), "bash": 
 
 @functools.lru_cache(maxsize=256)
 def own_check(text: str, language: str) -> bool | None:
-    """Whether the language's own syntax check (`ruby -c`, `luac -p`: nothing run) accepts `text`; None for another
-    language, without the tool on PATH, or if it does not answer within 30 s."""
+    """Whether the language's own syntax check (`ruby -c`, `luac -p`, `bash -n`: nothing run) accepts `text`; None for
+    another language, without the tool on PATH, or if it does not answer within 30 s."""
     command = _OWN_CHECKS.get(language)
     tool = shutil.which(command[0]) if command else None
     if tool is None:
