@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from dg_lsp.context.keyword_blocks import read_conditional
+
 # one word of a `case` pattern: unquoted characters that are no operator, escapes, quoted strings
 _PATTERN_WORD = r"""(?:[^\s()|;&<>"'\\]|\\.|"(?:[^"\\]|\\.)*"|'[^']*')+"""
 # a `case` arm's pattern, `(` optional, words joined by `|`, up to its `)`
@@ -139,27 +141,9 @@ def _open_kinds(code: str) -> list[str]:
         if not command:
             continue
         command = token in ("then", "do", "else", "elif", "if", "while", "until", "!", "{", "time")
-        if token == "if":
-            stack.append("?if")  # `?`: waiting for its `then`
-        elif token in ("elif", "else"):
-            kind = "?elif" if token == "elif" else "else"
-            if top in ("if", "elif", "then"):
-                stack[-1] = kind  # the same block goes on
-            else:
-                stack.append(kind)
-        elif token == "then":
-            if top in ("?if", "?elif"):
-                stack[-1] = top[1:]
-            else:
-                stack.append("then")
-        elif token in ("for", "while", "until", "select"):
-            stack.append("?do")
-        elif token == "do":
-            if top == "?do":
-                stack[-1] = "do"
-            else:
-                stack.append("do")
-        elif token == "case":
+        if read_conditional(stack, token, "elif", ("for", "while", "until", "select")):
+            continue
+        if token == "case":
             stack.append("case")
         elif token in ("fi", "done", "esac"):
             if token == "esac" and top == "arm":

@@ -60,11 +60,11 @@ _FAULTS_LOCK = threading.Lock()  # the server's handlers run on a pool
 
 def end_faults(root: Node, data: bytes, language: str) -> list[tuple[str, int, int]]:
     """("END", start byte, end byte) of each `end` of `root` (a parse of `data` in `language`, which `reading` reads)
-    that is a stray read as a name (Ruby's `end`, Lua's and Bash's keywords), and of each `end` that starts its line
-    at a column that is neither its opener's line's indentation nor its opener's own column (nor, for a block that is
-    a call's argument, the indentation of its call's first line; for a loop's body, its loop's column: `| while read
-    -r x; do`). An `end` on its opener's line, or after code on its own line, is not judged. `root` is the parse of `data`: the faults of a text read lately are read again from a
-    small cache."""
+    that is a stray read as a name (Ruby's `end`, Lua's and Bash's keywords), and of each `end` that starts its line at
+    a column that is neither its opener's line's indentation nor its opener's own column (nor, for a block that is a
+    call's argument, the indentation of its call's first line; for a loop's body, its loop's column: `| while read -r x;
+    do`). An `end` on its opener's line, or after code on its own line, is not judged. `root` is the parse of `data`:
+    the faults of a text read lately are read again from a small cache."""
     key = (language, data)
     with _FAULTS_LOCK:
         known = _FAULTS.get(key)

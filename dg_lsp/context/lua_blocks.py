@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
+from dg_lsp.context.keyword_blocks import read_conditional
 # a line whose statement goes on below it, and one that goes on from the line above: Ruby's operators are Lua's
-# (`and`, `or`, `not`, `..`, a closer, a comma)
-from dg_lsp.context.ruby_blocks import GOES_ON, GOES_ON_FROM_ABOVE  # noqa: F401
+# (`and`, `or`, `not`, `..`, a closer, a comma); and as in Ruby, an `end` closes any block, and any line may end a
+# body above a clause
+from dg_lsp.context.ruby_blocks import GOES_ON, GOES_ON_FROM_ABOVE, before_clause, closes  # noqa: F401
 
 # a line that continues the block above it at the header's column, and heads lines of its own (a `then` or `do`
 # alone: the last line of a header of several lines)
@@ -103,28 +105,9 @@ def _open_kinds(code: str) -> list[str]:
     pairs(t)` (its `do` on a later line) a `do`."""
     stack: list[str] = []
     for word in _WORDS.findall(_code_and_words(code)[1]):
-        top = stack[-1] if stack else None
-        if word == "if":
-            stack.append("?if")  # `?`: waiting for its `then`
-        elif word in ("elseif", "else"):
-            kind = "?elseif" if word == "elseif" else "else"
-            if top in ("if", "elseif", "then"):
-                stack[-1] = kind  # the same block goes on
-            else:
-                stack.append(kind)
-        elif word == "then":
-            if top in ("?if", "?elseif"):
-                stack[-1] = top[1:]
-            else:
-                stack.append("then")
-        elif word in ("for", "while"):
-            stack.append("?do")
-        elif word == "do":
-            if top == "?do":
-                stack[-1] = "do"
-            else:
-                stack.append("do")
-        elif word in ("function", "repeat"):
+        if read_conditional(stack, word, "elseif", ("for", "while")):
+            continue
+        if word in ("function", "repeat"):
             stack.append(word)
         elif word in _CLOSES and stack:
             stack.pop()
@@ -159,18 +142,6 @@ def takes_clause(kind: str, clause: str) -> bool:
     if clause == "do":
         return kind == "do"
     return kind in ("if", "elseif", "then")
-
-
-def closes(kind: str, end: str) -> bool:
-    """Whether a line that starts with `end` (`END`'s match) closes a block headed by `kind`: always (an `end`
-    closes any block)."""
-    return True
-
-
-def before_clause(clause: str, code: str) -> bool:
-    """Whether `code`, the last line of a body indented deeper than the clause `clause` below it, may end that body:
-    always."""
-    return True
 
 
 def heads_block_below(code: str) -> bool:
