@@ -58,8 +58,6 @@ from dg_lsp.context.syntax import parsed
 _ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
 # the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
 _BLOCK_KEYWORDS = re.compile(r"\b(?:if|unless|case|while|until|begin|for|def|do|function|repeat)\b")
-# a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`)
-_WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
 
 
 @functools.cache
@@ -172,6 +170,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # the `end` below the text's block has no header: the text is where it was
             if last not in literal and _no_clause_below(blocks, lines, last, literal):
                 return True  # Bash's `;;` over a line of the arm's body
+            if last not in literal and _left_empty(blocks, lines, last, literal):
+                return True  # Bash's arm whose pattern the text writes, with no body and no `;;` below it
             if last not in literal and _body_left_open(blocks, lines, last, literal):
                 return True  # Bash's arm whose body the text ends with no `;;`, over the next arm
             if last not in literal and open_brackets(text, language) \
@@ -202,7 +202,7 @@ def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], lang
             and below[1] not in _keyword_columns(lines[above[0]]):
         return True  # an `end` between the line above's column and this one's: its header is missing
     if blocks.opens_block(above[2]) or blocks.CLAUSE.match(above[2]) or blocks.GOES_ON.search(above[2]) \
-            or _ACCESS.match(above[2]) or _WANTS_MORE.search(above[2]):
+            or _ACCESS.match(above[2]) or _wants_more(blocks, above[2]):
         return False
     return not _in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
 
@@ -250,10 +250,10 @@ def _header_kind(blocks, lines: list[str], row: int, literal: set[int]) -> str |
 
 def _headless_end(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
     """Whether the text's last line is a statement (no `end`, clause or header, nor a line that goes on from the one
-    above) and the first code line below it indented less than it is an `end` whose block has no header: the nearest code line above it indented no deeper than it, above the text's rows, neither heads a block
-    that `end` closes nor is a clause. A line of a block's body put where its header was, at the body's column
-    (under a line that goes on from the one above it, so `_under_no_header` does not judge it), leaves the body and
-    its `end` with no header."""
+    above) and the first code line below it indented less than it is an `end` whose block has no header: the nearest
+    code line above it indented no deeper than it, above the text's rows, neither heads a block that `end` closes nor is
+    a clause. A line of a block's body put where its header was, at the body's column (under a line that goes on from
+    the one above it, so `_under_no_header` does not judge it), leaves the body and its `end` with no header."""
     code = blocks.code_of(lines[last]).strip()
     if blocks.END.match(code) or blocks.CLAUSE.match(code) or blocks.opens_block(code) \
             or blocks.GOES_ON_FROM_ABOVE.match(code):
@@ -284,7 +284,7 @@ def _heads_nothing_over_deeper(blocks, lines: list[str], row: int, literal: set[
             or blocks.GOES_ON_FROM_ABOVE.match(below[2]) or blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]):
         return False
     if blocks.opens_block(code) or blocks.CLAUSE.match(code) or blocks.GOES_ON.search(code) or _ACCESS.match(code) \
-            or _WANTS_MORE.search(code):
+            or _wants_more(blocks, code):
         return False
     return not _in_a_bracket(blocks, "\n".join(lines[:row + 1]), language)
 
@@ -308,6 +308,16 @@ def _no_clause_below(blocks, lines: list[str], row: int, literal: set[int]) -> b
     return below is not None and not (blocks.CLAUSE.match(below[2]) or blocks.END.match(below[2]))
 
 
+def _left_empty(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the code line `row` needs lines of its own (`needs_body`: Bash's arm pattern) and the next code line is
+    neither indented deeper nor an arm's end (`;;`): the next arm, an `esac` or the code after the `case` right under
+    a pattern (`*)` where an `esac` was)."""
+    if not blocks.needs_body(blocks.code_of(lines[row]).strip()):
+        return False
+    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
+    return below is not None and below[1] <= indent_width(lines[row]) and not _ends_arm(blocks, below[2])
+
+
 def _body_left_open(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
     """Whether the code line `row` is indented deeper than the next code line, a clause, and may not end the body
     above that clause (`before_clause`: before a Bash arm's pattern, the arm above must end with its `;;`)."""
@@ -316,6 +326,12 @@ def _body_left_open(blocks, lines: list[str], row: int, literal: set[int]) -> bo
     clause = blocks.CLAUSE.match(below[2]) if code and below is not None else None
     return clause is not None and indent_width(lines[row]) > below[1] \
         and not blocks.before_clause(clause.group(1), code)
+
+
+def _wants_more(blocks, code: str) -> bool:
+    """Whether a line's code ends with a keyword that takes what the next line says (`WANTS_MORE`: Ruby's `x unless`,
+    Lua's `return`); never in Bash (`local` alone is a command)."""
+    return blocks.WANTS_MORE is not None and bool(blocks.WANTS_MORE.search(code))
 
 
 def _in_a_bracket(blocks, text: str, language: str) -> bool:

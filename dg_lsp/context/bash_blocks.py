@@ -33,6 +33,8 @@ CLOSE_WORDS = re.compile(r"(?<![\w-])(?:fi|done|esac)(?![\w-])|;;&?|;&")
 # a line whose statement goes on below it: a `\\`, a pipe, a list's `&&` or `||`, an opener (a `x=` at its end is an
 # empty value, not one on the next line)
 GOES_ON = re.compile(r"(?:\\|\|\|?|&&|[(\[{])\s*$")
+# a keyword at a line's end that takes what the next line says: none (`local` or `return` alone is a command)
+WANTS_MORE = None
 # a line that goes on with the statement above it: a pipe, a list's `&&` or `||`, a closer, a `then` or `do` (a line
 # that starts with `-` is a command's next argument only where the line above ends with a `\`)
 GOES_ON_FROM_ABOVE = re.compile(r"(?:&&|\|\||\||[)\]}]|then(?![\w-])|do(?![\w-]))")
@@ -214,6 +216,12 @@ def before_clause(clause: str, code: str) -> bool:
     may end that body: before an arm's pattern, only a line that ends the arm above (`;;`); before a keyword,
     any."""
     return not clause.endswith(")") or bool(CLAUSE_BELOW.search(code))
+
+
+def needs_body(code: str) -> bool:
+    """Whether a line must be followed by lines of its own (deeper) or its `;;`: an arm's pattern that its line does
+    not end (`-h|--help)`, `-v) verbose=1`): a `case` may not go on, or end, right under it."""
+    return block_kind(code) == "arm"
 
 
 def heads_block_below(code: str) -> bool:

@@ -1,8 +1,9 @@
 """The languages whose blocks close with a keyword: Ruby and Lua (`end`), Bash (`fi`, `done`, `esac`). Each one's lines
 are read by a module of the same names (`reading`): `code_of` (a line's code, its comment dropped), `opens_block`,
-`block_kind`, `takes_clause`, `closes`, `before_clause`, `leaves_block_open`, `heads_block_below`, `END` and `CLAUSE` (a
-line that closes, or continues, the block above it), `CLOSE_WORDS`, and what its grammar's parse says (`END_QUERY`,
-`stray`, `CALL_BLOCKS`, `BODY_BLOCKS`, `LITERAL_QUERY`, `is_long_comment`).
+`block_kind`, `takes_clause`, `closes`, `before_clause`, `needs_body`, `leaves_block_open`, `heads_block_below`, `END`
+and `CLAUSE` (a line that closes, or continues, the block above it), `CLOSE_WORDS`, `GOES_ON`, `GOES_ON_FROM_ABOVE`,
+`WANTS_MORE`, `CLAUSE_BELOW`, `BLOCK_BRACKETS`, and what its grammar's parse says (`END_QUERY`, `stray`, `CALL_BLOCKS`,
+`BODY_BLOCKS`, `LITERAL_QUERY`, `is_long_comment`).
 
 The grammars pair `end`s (Bash's `fi`, `done`, `esac`) with openers by count alone, so a text that drops a block's
 header line, or adds one, re-pairs every `end` below it with no error until the file's last line. The languages' code

@@ -16,9 +16,10 @@ import re
 
 from dg_lsp.context.keyword_blocks import read_conditional
 # a line whose statement goes on below it, and one that goes on from the line above: Ruby's operators are Lua's
-# (`and`, `or`, `not`, `..`, a closer, a comma); and as in Ruby, an `end` closes any block, and any line may end a
-# body above a clause
-from dg_lsp.context.ruby_blocks import GOES_ON, GOES_ON_FROM_ABOVE, before_clause, closes  # noqa: F401
+# (`and`, `or`, `not`, `..`, a closer, a comma), its keywords that take the next line too (`return`, `local`); and
+# as in Ruby, an `end` closes any block, any line may end a body above a clause, and a block may be empty
+from dg_lsp.context.ruby_blocks import (  # noqa: F401
+    GOES_ON, GOES_ON_FROM_ABOVE, WANTS_MORE, before_clause, closes, needs_body)
 
 # a line that continues the block above it at the header's column, and heads lines of its own (a `then` or `do`
 # alone: the last line of a header of several lines)

@@ -33,6 +33,8 @@ END = re.compile(r"end\b(?![?!:])")
 CLOSE_WORDS = re.compile(r"\bend\b")
 # a line whose statement goes on below it: an opener, a comma, a `\\`, a `.`, an operator
 GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
+# a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`, `local`)
+WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
 # a line that goes on with the statement above it: a method chain's `.x`, an operator, a closer, a comma
 GOES_ON_FROM_ABOVE = re.compile(r"(?:[.&|+\-*/%<>=~^,)\]}:?]|and\b|or\b|then\b|do\b)")
 # a line after which the next code line must be a clause or a block's end: none
@@ -134,6 +136,12 @@ def before_clause(clause: str, code: str) -> bool:
     """Whether `code`, the last line of a body indented deeper than the clause `clause` below it, may end that body:
     always."""
     return True
+
+
+def needs_body(code: str) -> bool:
+    """Whether a line must be followed by lines of its own (deeper): never (a block may be empty: `def x` over its
+    `end`)."""
+    return False
 
 
 def heads_block_below(code: str) -> bool:

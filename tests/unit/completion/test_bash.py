@@ -163,6 +163,23 @@ def test_the_first_line_of_a_string_of_several_lines_is_not_replaced_by_a_statem
     assert _shown("set -x\n", line) == ""  # the string's later lines would be read as commands
 
 
+def test_an_arms_pattern_is_not_shown_over_no_body_of_its_own():
+    source = ("main() {\n\tcase $prev in\n\t\t-h)\n\t\t\tusage\n\t\t\t;;\n\t\t-V)\n\t\t\tversion\n\t\t\t;;\n"
+              "\tesac\n\tlocal IFS=$'\\n'\n\tcompopt -o filenames\n}\n")
+    line = "\tesac\n"
+    assert _shown(line, line, source=source) == line
+    assert _shown("\t\t*)\n", line, source=source) == ""  # a pattern where the `esac` was: the arm empty, no `esac`
+    prefix, suffix = source.split(line)
+    assert block_judge(prefix, suffix, "bash")("\t\t*)\n")
+
+
+def test_a_lines_start_that_leaves_a_lists_lines_below_as_commands_is_not_shown():
+    source = "f() {\n  local -A OPTS=(\n    [ALL]='-h --help'\n    [ARG]='-o --output'\n  )\n  echo \"${OPTS[ALL]}\"\n}\n"
+    line = "  local -A OPTS=(\n"
+    assert _shown("cal -A OPTS=(", line, "  lo@@\n", source=source) == "cal -A OPTS=("
+    assert _shown("cal", line, "  lo@@\n", source=source) == ""  # `local` alone is a command: nothing goes on
+
+
 def test_an_arms_body_that_ends_with_its_end_of_arm_in_the_style_of_git():
     source = ("main() {\n\tcase \"$1\" in\n\thelp)\n\t\tusage ;;\n\tlog)\n\t\tshow_log || exit ;;\n"
               "\t*)\n\t\trun \"$@\" ;;\n\tesac\n}\n")
