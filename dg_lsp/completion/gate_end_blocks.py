@@ -22,18 +22,25 @@ the hole's line must be (each language's own keywords: Ruby's clauses below, Lua
   above it, where the `end` below it stands at a column between the two that no keyword of that line gives, or
   where that line heads nothing (no block, clause, statement going on, nor a bracket with no block opened in it),
   unless the text's line goes on from it (`.map`, `and b`) or heads something itself;
-- a clause below the text (`else`, Bash's `-h|--help)`) needs its header (`_headless_clause`): the nearest line
+- a clause below the text (`else`, Bash's `-h|--help)`) needs its header (`headless_clause`): the nearest line
   above it no deeper than it, where that is the text's (or the text is a comment), must be a header that takes it
   or, at its column, a clause before it (the arm above, its `;;`);
-- a text's last line that heads nothing is not over deeper lines (`_heads_nothing_over_deeper`: two columns or
+- a text's last line that heads nothing is not over deeper lines (`heads_nothing_over_deeper`: two columns or
   more, a tab as eight) that do not go on from it: a statement where a header was, or where a string of several
   lines started (`OPTS="--all`), its later lines left as code;
-- Bash's arms: a `;;` stands over the next arm's pattern or `esac` (`_no_clause_below`), and the last line of an
-  arm's body over the next arm's pattern is its `;;` (`_body_left_open`); a header's block must be one the `end`
-  below closes (`closes`: an `if` over a `done` is not);
+- a statement is not over an `end` whose block has no header (`headless_end`): the nearest line above that `end`
+  no deeper than it, above the text, must head a block it closes;
+- a header's block must be one the `end` below closes (`closes`: an `if` over a `done` is not), and a Bash header
+  still waiting for its `then` or `do` (`?if`: `if x == y then`) takes that keyword alone, from the next line at its
+  column or a deeper line of its condition (`header_kind`);
+- Bash's arms: a `;;` stands over the next arm's pattern or `esac` (`no_clause_below`), a pattern over lines of its
+  own or its `;;` (`left_empty`), and the last line of an arm's body over the next arm's pattern is its `;;`
+  (`body_left_open`);
 - a text that ends its line with a bracket open (its own: `headers.merge!(@headers`) must be over a line that
   goes on with it (indented deeper, or a closing bracket). A missing `end` above leaves tree-sitter-ruby's whole
   window one ERROR node, in which the error count sees nothing, so none of these are left to it.
+The rules that read the lines below a text (a clause's or an `end`'s header, deeper lines, Bash's arms) and the line
+readings the rules share are in `completion/gate_end_lines.py`.
 The window's rules are read again on the whole document after the gate (`postprocess.gate_suggestion`): a block's
 body can run past the windows (a file's `module` and its `end`).
 
@@ -49,13 +56,14 @@ import re
 
 from tree_sitter import Query, QueryCursor
 
-from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets, open_spans
+from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets
+from dg_lsp.completion.gate_end_lines import (ACCESS, body_left_open, code_lines, ends_arm, header_kind,
+                                                headless_clause, headless_end, heads_nothing_over_deeper, in_a_bracket,
+                                                left_empty, no_clause_below, wants_more)
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
 
-# Ruby's access modifiers: the methods below them may be indented one deeper (Rails' `indented_internal_methods`)
-_ACCESS = re.compile(r"(?:private|protected|public|module_function)$")
 # the keywords an `end` may line up with, in a line that opens a block after other code (Ruby's `x = if y`)
 _BLOCK_KEYWORDS = re.compile(r"\b(?:if|unless|case|while|until|begin|for|def|do|function|repeat)\b")
 
@@ -95,17 +103,6 @@ def _literal_rows(text: str, language: str, last: int, shift: int, without: set)
     return rows
 
 
-def _code_lines(blocks, lines: list[str], rows: range, literal: set[int]):
-    """(row, indentation, code) of each line of `rows` with code (no blank, comment-only or literal line), read by
-    `blocks` (`end_blocks.reading`)."""
-    for row in rows:
-        if row in literal:
-            continue
-        code = blocks.code_of(lines[row])
-        if code.strip():
-            yield row, indent_width(code), code.strip()
-
-
 def block_judge(prefix: str, suffix: str, language: str):
     """The rules of the module's docstring, as a test of a text that goes between `prefix` and `suffix` in
     `language` (Ruby, Lua, Bash): True where it breaks one (never without the language's grammar: the gate passes every
@@ -133,7 +130,7 @@ def block_judge(prefix: str, suffix: str, language: str):
             literal = literal_rows(text, last)
             if first not in literal and must_close(blocks, lines, first, literal):
                 code = blocks.code_of(head).strip()
-                if code and not (blocks.END.match(code) or blocks.CLAUSE.match(code) or _ends_arm(blocks, code)):
+                if code and not (blocks.END.match(code) or blocks.CLAUSE.match(code) or ends_arm(blocks, code)):
                     return True
                 if not code and not must_close(blocks, lines, last + 1, literal, width=indent_width(head)):
                     return True  # a comment where the block's `end` was
@@ -150,7 +147,7 @@ def block_judge(prefix: str, suffix: str, language: str):
                         or blocks.GOES_ON.search(code) and any(blocks.heads_block_below(line) and (
                             end is None or blocks.closes(blocks.block_kind(line), end.group())) for line in body[:-1])):
                     return True  # the block's body and `end` below are left with no header
-                kind = _header_kind(blocks, lines, last, literal)
+                kind = header_kind(blocks, lines, last, literal)
                 if kind is not None and clause is not None and not blocks.takes_clause(kind, clause.group(1)):
                     return True  # a header whose block does not go on with the clause below (`def` over `else`)
                 if kind is not None and end is not None and not blocks.closes(kind, end.group()):
@@ -162,17 +159,17 @@ def block_judge(prefix: str, suffix: str, language: str):
                     and blocks.leaves_block_open(code) \
                     and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):
                 return True  # a clause over lines of its level: the `end` it continues the block to is not there
-            if last not in literal and _headless_clause(blocks, lines, first, last, literal):
+            if last not in literal and headless_clause(blocks, lines, first, last, literal):
                 return True  # a clause below with no header: the text's line is where its header was
-            if last not in literal and _heads_nothing_over_deeper(blocks, lines, last, literal, language):
+            if last not in literal and heads_nothing_over_deeper(blocks, lines, last, literal, language):
                 return True  # deeper lines below a line that heads nothing: their header was where the text is
-            if last not in literal and _headless_end(blocks, lines, first, last, literal):
+            if last not in literal and headless_end(blocks, lines, first, last, literal):
                 return True  # the `end` below the text's block has no header: the text is where it was
-            if last not in literal and _no_clause_below(blocks, lines, last, literal):
+            if last not in literal and no_clause_below(blocks, lines, last, literal):
                 return True  # Bash's `;;` over a line of the arm's body
-            if last not in literal and _left_empty(blocks, lines, last, literal):
+            if last not in literal and left_empty(blocks, lines, last, literal):
                 return True  # Bash's arm whose pattern the text writes, with no body and no `;;` below it
-            if last not in literal and _body_left_open(blocks, lines, last, literal):
+            if last not in literal and body_left_open(blocks, lines, last, literal):
                 return True  # Bash's arm whose body the text ends with no `;;`, over the next arm
             if last not in literal and open_brackets(text, language) \
                     and not _goes_on_below(blocks, lines, last, literal):
@@ -190,159 +187,21 @@ def _under_no_header(blocks, lines: list[str], row: int, literal: set[int], lang
     body's line put where its block's header was leaves that body and the `end` below it with no header, at a column
     no header gives."""
     code = blocks.code_of(lines[row]).strip()
-    above = next(_code_lines(blocks, lines, range(row - 1, -1, -1), literal), None)
+    above = next(code_lines(blocks, lines, range(row - 1, -1, -1), literal), None)
     width = indent_width(lines[row])
     if not code or above is None or width <= above[1] or blocks.GOES_ON_FROM_ABOVE.match(code):
         return False
     if blocks.opens_block(code) or open_brackets(code, language):
         return False
-    below = next((line for line in _code_lines(blocks, lines, range(row + 1, len(lines)), literal)
+    below = next((line for line in code_lines(blocks, lines, range(row + 1, len(lines)), literal)
                   if line[1] < width), None)
     if below is not None and above[1] < below[1] and (blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2])) \
             and below[1] not in _keyword_columns(lines[above[0]]):
         return True  # an `end` between the line above's column and this one's: its header is missing
     if blocks.opens_block(above[2]) or blocks.CLAUSE.match(above[2]) or blocks.GOES_ON.search(above[2]) \
-            or _ACCESS.match(above[2]) or _wants_more(blocks, above[2]):
+            or ACCESS.match(above[2]) or wants_more(blocks, above[2]):
         return False
-    return not _in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
-
-
-def _headless_clause(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
-    """Whether the first code line below the text's rows (`first` to `last`) is a clause (`else`, a `case` arm's
-    pattern: `-h|--help)`) that the nearest code line above it indented no deeper than it, where that is a line of
-    the text (or the text has no code: a comment where a header was), does not head: neither a header that takes
-    the clause (`case "$1" in` over its arms, at its column or less) nor, at the clause's column, a clause before it
-    (the arm above, or its `;;`; not an `end`, which closed the block). A line put where a `case` line (or an `if`
-    line over an `else`) was leaves the clauses below with no block."""
-    below = next(_code_lines(blocks, lines, range(last + 1, len(lines)), literal), None)
-    clause = blocks.CLAUSE.match(below[2]) if below is not None else None
-    if clause is None:
-        return False
-    column = below[1]
-    above = next((line for line in _code_lines(blocks, lines, range(below[0] - 1, -1, -1), literal)
-                  if line[1] <= column), None)
-    if above is None:
-        return False
-    if above[0] < first and any(blocks.code_of(lines[row]).strip() for row in range(first, last + 1)):
-        return False  # the clause's nearest line is above the text's code, which is its body's
-    kind = _header_kind(blocks, lines, above[0], literal)
-    if kind is not None and blocks.takes_clause(kind, clause.group(1)):
-        return False
-    return not (above[1] == column and (blocks.CLAUSE.match(above[2]) or _ends_arm(blocks, above[2])))
-
-
-def _header_kind(blocks, lines: list[str], row: int, literal: set[int]) -> str | None:
-    """The kind of the block the code line `row` heads (`block_kind`), where a header waits for a keyword (Bash's
-    `?if`, its `then` not on its line) that a deeper line below it gives (a condition of several lines: `[[ b ]];
-    then`, which the header takes as its clause): the block's own kind then (`if`)."""
-    kind = blocks.block_kind(blocks.code_of(lines[row]).strip())
-    if kind is None or not kind.startswith("?"):
-        return kind
-    width = indent_width(lines[row])
-    for _, indent, code in _code_lines(blocks, lines, range(row + 1, len(lines)), literal):
-        if indent <= width:
-            break
-        given = blocks.block_kind(code)
-        if given is not None and blocks.takes_clause(kind, given):
-            return kind[1:]
-    return kind
-
-
-def _headless_end(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
-    """Whether the text's last line is a statement (no `end`, clause or header, nor a line that goes on from the one
-    above) and the first code line below it indented less than it is an `end` whose block has no header: the nearest
-    code line above it indented no deeper than it, above the text's rows, neither heads a block that `end` closes nor is
-    a clause. A line of a block's body put where its header was, at the body's column (under a line that goes on from
-    the one above it, so `_under_no_header` does not judge it), leaves the body and its `end` with no header."""
-    code = blocks.code_of(lines[last]).strip()
-    if blocks.END.match(code) or blocks.CLAUSE.match(code) or blocks.opens_block(code) \
-            or blocks.GOES_ON_FROM_ABOVE.match(code):
-        return False  # a block's end or clause, a header, a line that goes on: judged by the rules above
-    width = indent_width(lines[last])
-    end = next((line for line in _code_lines(blocks, lines, range(last + 1, len(lines)), literal) if line[1] < width),
-               None)
-    match = blocks.END.match(end[2]) if end is not None else None
-    if match is None:
-        return False
-    above = next((line for line in _code_lines(blocks, lines, range(end[0] - 1, -1, -1), literal)
-                  if line[1] <= end[1]), None)
-    if above is None or above[0] >= first or blocks.CLAUSE.match(above[2]):
-        return False
-    kind = _header_kind(blocks, lines, above[0], literal)
-    return kind is None or not blocks.closes(kind, match.group())
-
-
-def _heads_nothing_over_deeper(blocks, lines: list[str], row: int, literal: set[int], language: str) -> bool:
-    """Whether the code line `row` heads nothing (it opens no block and no clause, does not go on below: `foo(a,`,
-    `cmd \\`, `x unless`, and is inside no bracket) while the next code line is indented deeper, by two columns or
-    more (a tab as eight: a file's odd line one column off is no block), and is no block's end or clause, nor goes on
-    from it (`.map`, Bash's `&& b`): a line put where a header was, or the first line of a string (`OPTS="--all`)
-    whose later lines are left as code."""
-    code = blocks.code_of(lines[row]).strip()
-    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
-    if not code or below is None or _columns(lines[below[0]]) < _columns(lines[row]) + 2 \
-            or blocks.GOES_ON_FROM_ABOVE.match(below[2]) or blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]):
-        return False
-    if blocks.opens_block(code) or blocks.CLAUSE.match(code) or blocks.GOES_ON.search(code) or _ACCESS.match(code) \
-            or _wants_more(blocks, code):
-        return False
-    return not _in_a_bracket(blocks, "\n".join(lines[:row + 1]), language)
-
-
-def _ends_arm(blocks, code: str) -> bool:
-    """Whether a line's code ends with Bash's `;;` (`CLAUSE_BELOW`): an arm's end, where a block's end may stand."""
-    return blocks.CLAUSE_BELOW is not None and bool(blocks.CLAUSE_BELOW.search(code))
-
-
-def _columns(line: str) -> int:
-    """The columns a line's indentation spans, a tab as eight."""
-    return indent_width(line.expandtabs(8))
-
-
-def _no_clause_below(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
-    """Whether the code line `row` must be followed by a clause or a block's end (`CLAUSE_BELOW`: Bash's `;;`, the
-    next arm's pattern or `esac`) and the next code line is neither."""
-    if not _ends_arm(blocks, blocks.code_of(lines[row]).strip()):
-        return False
-    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
-    return below is not None and not (blocks.CLAUSE.match(below[2]) or blocks.END.match(below[2]))
-
-
-def _left_empty(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
-    """Whether the code line `row` needs lines of its own (`needs_body`: Bash's arm pattern) and the next code line is
-    neither indented deeper nor an arm's end (`;;`): the next arm, an `esac` or the code after the `case` right under
-    a pattern (`*)` where an `esac` was)."""
-    if not blocks.needs_body(blocks.code_of(lines[row]).strip()):
-        return False
-    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
-    return below is not None and below[1] <= indent_width(lines[row]) and not _ends_arm(blocks, below[2])
-
-
-def _body_left_open(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
-    """Whether the code line `row` is indented deeper than the next code line, a clause, and may not end the body
-    above that clause (`before_clause`: before a Bash arm's pattern, the arm above must end with its `;;`)."""
-    code = blocks.code_of(lines[row]).strip()
-    below = next(_code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
-    clause = blocks.CLAUSE.match(below[2]) if code and below is not None else None
-    return clause is not None and indent_width(lines[row]) > below[1] \
-        and not blocks.before_clause(clause.group(1), code)
-
-
-def _wants_more(blocks, code: str) -> bool:
-    """Whether a line's code ends with a keyword that takes what the next line says (`WANTS_MORE`: Ruby's `x unless`,
-    Lua's `return`); never in Bash (`local` alone is a command)."""
-    return blocks.WANTS_MORE is not None and bool(blocks.WANTS_MORE.search(code))
-
-
-def _in_a_bracket(blocks, text: str, language: str) -> bool:
-    """Whether the end of `text` is inside a bracket (a call's arguments, a table) and no block opened inside that
-    bracket (`on_reload = function(_, buf)` in a table: the lines of the function's body are a block's); not where
-    that bracket is a block's (`BLOCK_BRACKETS`: Bash's function body, `f() {`)."""
-    spans = open_spans(text, language)
-    if not spans or spans[-1][0] in blocks.BLOCK_BRACKETS:
-        return False
-    inside = text[spans[-1][1] + 1:].split("\n")
-    return not any(blocks.opens_block(blocks.code_of(line).strip()) for line in inside)
+    return not in_a_bracket(blocks, "\n".join(lines[:above[0] + 1]), language)
 
 
 def _keyword_columns(line: str) -> set[int]:
@@ -366,13 +225,13 @@ def must_close(blocks, lines: list[str], row: int, literal: set[int], width: int
     `width`, whether the first code line from `row` on indented no deeper than `width` does that at `width`: it is
     the `end` or clause the block above it needs. The lines are read by `blocks` (`end_blocks.reading`)."""
     if width is not None:
-        below = next((line for line in _code_lines(blocks, lines, range(row, len(lines)), literal)
+        below = next((line for line in code_lines(blocks, lines, range(row, len(lines)), literal)
                       if line[1] <= width), None)
         return below is not None and below[1] == width and \
             bool(blocks.END.match(below[2]) or blocks.CLAUSE.match(below[2]))
     width = indent_width(lines[row])
     deeper = False
-    for _, indent, code in _code_lines(blocks, lines, range(row - 1, -1, -1), literal):
+    for _, indent, code in code_lines(blocks, lines, range(row - 1, -1, -1), literal):
         if indent > width:
             deeper = True
             continue
@@ -385,7 +244,7 @@ def must_open(blocks, lines: list[str], row: int, literal: set[int]) -> list[str
     its indentation, and that line last: the body of a block the line `row` must head, and what ends it; else []."""
     width = indent_width(lines[row])
     body = []
-    for _, indent, code in _code_lines(blocks, lines, range(row + 1, len(lines)), literal):
+    for _, indent, code in code_lines(blocks, lines, range(row + 1, len(lines)), literal):
         if indent > width:
             body.append(code)
             continue
