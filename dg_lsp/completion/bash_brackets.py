@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 # where `bash_brackets` has something to look at; the delimiter of a here-document (`<<EOF`, `<<-'END'`,
-# `<< "X"`: a word that starts with a letter or `_`, so `$(( 1 << 2 ))` shifts); the characters after which a `#`
+# `<< "X"`: a word that starts with a letter or `_`, so `$(( 1 << 2 ))` shifts, as `$(( 1 << n ))` does inside its
+# `((`); the characters after which a `#`
 # starts a comment (a word's start: `$#`, `${#list[@]}` and `${name#prefix}` are no comments)
 _MARKS = re.compile(r"[()\[\]{}'\"`\\#<\n]")
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([A-Za-z_][^'\n]*)'|\"([A-Za-z_][^\"\n]*)\"|\\?([A-Za-z_][\w.-]*))")
@@ -55,7 +56,7 @@ def bash_brackets(text: str):
                 continue
         elif ch == "<":
             heredoc = _HEREDOC.match(text, i)
-            if heredoc is not None and not text.startswith("<<<", i):
+            if heredoc is not None and not text.startswith("<<<", i) and not _in_arithmetic(text, i):
                 heredocs.append((heredoc.group(1) == "-", next(g for g in heredoc.groups()[1:] if g is not None)))
                 i = heredoc.end()
                 continue
@@ -64,6 +65,13 @@ def bash_brackets(text: str):
             heredocs = []
             continue
         i += 1
+
+
+def _in_arithmetic(text: str, i: int) -> bool:
+    """Whether offset `i` lies inside a `((` its line opened before it and has not closed (`$(( 1 << bits ))`: a
+    shift, not a here-document)."""
+    line = text[text.rfind("\n", 0, i) + 1:i]
+    return line.count("((") > line.count("))")
 
 
 def _quoted_end(text: str, i: int, quote: str) -> int:

@@ -99,6 +99,7 @@ def test_functions_are_the_scopes():
     ("find . \\( -name x \\) {", ["{"]),  # escaped brackets outside strings
     ("case $1 in\n  a|b) x ;;\n  (c) y ;;\nesac\n{", ["{"]),  # a case pattern's `)` closes nothing
     ("echo $(( 1 << 2 )) (", ["("]),  # a shift, no here-document
+    ("mask=$(( 1 << bits ))\n(", ["("]),  # a shift by a name, inside its `((`
 ])
 def test_bashs_brackets_are_read_with_its_strings_comments_and_here_documents(text, still_open):
     assert open_brackets(text, "bash") == still_open
