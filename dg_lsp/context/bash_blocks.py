@@ -30,7 +30,7 @@ CLAUSE = re.compile(r"((?:else|elif|then|do)(?![\w-])|" + _ARM + ")")
 END = re.compile(r"(fi|done|esac)(?![\w-])")
 # `end_blocks.closes_only`: the words that close a block
 CLOSE_WORDS = re.compile(r"(?<![\w-])(?:fi|done|esac)(?![\w-])|;;&?|;&")
-# a line whose statement goes on below it: a `\\`, a pipe, a list's `&&` or `||`, an opener (a `x=` at its end is an
+# a line whose statement goes on below it: a `\`, a pipe, a list's `&&` or `||`, an opener (a `x=` at its end is an
 # empty value, not one on the next line)
 GOES_ON = re.compile(r"(?:\\|\|\|?|&&|[(\[{])\s*$")
 # a keyword at a line's end that takes what the next line says: none (`local` or `return` alone is a command)

@@ -31,7 +31,7 @@ CLAUSE = re.compile(r"(else|elsif|when|in|rescue|ensure)\b(?![?!:])")
 END = re.compile(r"end\b(?![?!:])")
 # `end_blocks.closes_only`: the word that closes a block
 CLOSE_WORDS = re.compile(r"\bend\b")
-# a line whose statement goes on below it: an opener, a comma, a `\\`, a `.`, an operator
+# a line whose statement goes on below it: an opener, a comma, a `\`, a `.`, an operator
 GOES_ON = re.compile(r"(?:[(\[{,\\.|&+\-*/%<>=!?:~^]|\band|\bor|\bnot)\s*$")
 # a keyword at a line's end that takes what the next line says (Ruby's `x unless`, Lua's `return`, `local`)
 WANTS_MORE = re.compile(r"\b(?:if|unless|while|until|elseif|in|return|local)$")
