@@ -48,10 +48,13 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
 # their `<<` to their delimiter's line), comments
 LITERAL_QUERY = ("(string) @string (raw_string) @string (ansi_c_string) @string (translated_string) @string "
                  "(heredoc_redirect) @string (comment) @comment")
-# the keywords that close a block, and a command named as a keyword: tree-sitter-bash's recovery from a `fi` no
-# `if` is open for reads it as a command's name
+# the keywords that close a block, a command named as a keyword (tree-sitter-bash's recovery from a `fi` no `if` is
+# open for reads it as a command's name), and a subshell inside a command: a call written as another language's
+# (`print("hi")`, `read_file(name)`), which Bash refuses ("syntax error near unexpected token") and tree-sitter-bash
+# reads as a command followed by a subshell
 END_QUERY = ('"fi" @end "done" @end "esac" @end '
-             '((command_name) @stray (#match? @stray "^(then|else|elif|fi|do|done|esac)$"))')
+             '((command_name) @stray (#match? @stray "^(then|else|elif|fi|do|done|esac)$")) '
+             '(command (subshell) @stray)')
 CALL_BLOCKS = ()  # no block is a call's argument
 # blocks whose closer may line up with the statement they are the body of: a loop's `done` under its `while` after
 # a `|` (`| while read -r line; do`), not under the line's start

@@ -200,6 +200,16 @@ def test_a_keyword_tree_sitter_bash_reads_as_a_command_is_an_error():
     assert error_spans("f() {\n  echo fi done\n}\n", "bash") == []  # words, no keywords
 
 
+def test_a_call_written_as_another_languages_is_an_error_and_not_shown():
+    # bash -n: "syntax error near unexpected token"; tree-sitter-bash: a command, then a subshell
+    assert error_spans("f() {\n  print(\"hi\")\n}\n", "bash") != []
+    assert error_spans("f() {\n  (cd x && make)\n  a | (b)\n  x=(a b)\n  diff <(a) <(b)\n}\n", "bash") == []
+    line = "    printf '%s\\n' \"$1\"\n"
+    assert _shown(line, line) == line
+    assert _shown("    print(\"$1\")\n", line) == ""
+    assert _shown("f(\"$1\")", line, "    print@@\n") == "f"  # its clean start: `printf` alone
+
+
 def test_a_header_that_breaks_the_blocks_is_judged_on_the_lines_below_it_as_they_were():
     # a `case` where a `then` was: tree-sitter-bash then pairs the quotes below it the wrong way round, reading the
     # lines between two strings as one string's; the block rules read those lines as the file without the text does
