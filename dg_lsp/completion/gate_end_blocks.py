@@ -32,7 +32,7 @@ the hole's line must be (each language's own keywords: Ruby's clauses below, Lua
   no deeper than it, above the text, must head a block it closes;
 - a header's block must be one the `end` below closes (`closes`: an `if` over a `done` is not), and a Bash header
   still waiting for its `then` or `do` (`?if`: `if x == y then`) takes that keyword alone, from the next line at its
-  column or a deeper line of its condition (`header_kind`);
+  column or a deeper line of its condition (`header_kind`), and stands over it (`waits_unanswered`);
 - Bash's arms: a `;;` stands over the next arm's pattern or `esac` (`no_clause_below`), a pattern over lines of its
   own or its `;;` (`left_empty`), and the last line of an arm's body over the next arm's pattern is its `;;`
   (`body_left_open`);
@@ -59,7 +59,7 @@ from tree_sitter import Query, QueryCursor
 from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets
 from dg_lsp.completion.gate_end_lines import (ACCESS, body_left_open, code_lines, ends_arm, header_kind,
                                                 headless_clause, headless_end, heads_nothing_over_deeper, in_a_bracket,
-                                                left_empty, no_clause_below, wants_more)
+                                                left_empty, no_clause_below, waits_unanswered, wants_more)
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
@@ -163,6 +163,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                 return True  # a clause below with no header: the text's line is where its header was
             if last not in literal and heads_nothing_over_deeper(blocks, lines, last, literal, language):
                 return True  # deeper lines below a line that heads nothing: their header was where the text is
+            if last not in literal and waits_unanswered(blocks, lines, last, literal):
+                return True  # Bash's `if` with no `then` (a loop with no `do`) on any line below it
             if last not in literal and headless_end(blocks, lines, first, last, literal):
                 return True  # the `end` below the text's block has no header: the text is where it was
             if last not in literal and no_clause_below(blocks, lines, last, literal):

@@ -69,6 +69,18 @@ def header_kind(blocks, lines: list[str], row: int, literal: set[int]) -> str | 
     return kind
 
 
+def waits_unanswered(blocks, lines: list[str], row: int, literal: set[int]) -> bool:
+    """Whether the code line `row` heads a block still waiting for its keyword (Bash's `?if`: `if [[ -z $d ]]` with no
+    `then`; `header_kind`), which the next code line, at its column or deeper, does not give: the `if` over the
+    lines after its block, or over a body with no `then`."""
+    kind = header_kind(blocks, lines, row, literal)
+    if kind is None or not kind.startswith("?"):
+        return False
+    below = next(code_lines(blocks, lines, range(row + 1, len(lines)), literal), None)
+    given = blocks.block_kind(below[2]) if below is not None else None
+    return below is not None and not (given is not None and blocks.takes_clause(kind, given))
+
+
 def headless_clause(blocks, lines: list[str], first: int, last: int, literal: set[int]) -> bool:
     """Whether the first code line below the text's rows (`first` to `last`) is a clause (`else`, a `case` arm's
     pattern: `-h|--help)`) that the nearest code line above it indented no deeper than it, where that is a line of

@@ -157,7 +157,8 @@ def _open_kinds(code: str) -> list[str]:
                 stack.pop()
         elif _ASSIGNMENT.match(token):
             command = True  # `LC_ALL=C sort`: the command comes after its assignments
-    if GOES_ON.search(words):  # `if [ -n "$a" ] &&`: its `then` on a line that goes on from this one
+    if GOES_ON.search(words) or code.rstrip().endswith("\\"):  # `if [ -n "$a" ] &&`, `for x in \`: the `then` (`do`)
+        # comes on a line that goes on from this one
         return [kind.lstrip("?") for kind in stack]
     return stack
 

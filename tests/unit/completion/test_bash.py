@@ -127,6 +127,11 @@ def test_a_header_with_no_then_or_do_is_not_shown_over_its_blocks_clause():
     assert _shown("  if x == 0 then\n", line) == ""  # a `then` that is an argument
     line = '  find "$dir" -type f | while read -r file; do\n'
     assert _shown('  find "$dir" -type f | while read -r file\n', line) == ""  # the loop's body with no `do`
+    # where a loop's `done` was: an `if` with no `then` over the lines after the loop
+    source = 'f() {\n  for f in "$@"; do\n    rm -f "$f"\n  done\n  echo removed\n}\n'
+    assert _shown('  done\n', '  done\n', source=source) == '  done\n'
+    prefix, suffix = source.split('  done\n')
+    assert block_judge(prefix, suffix, "bash")('    if [[ -z "$f" ]]\n')
 
 
 def test_a_condition_of_several_lines_gives_its_then_on_a_deeper_line():

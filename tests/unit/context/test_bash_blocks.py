@@ -14,6 +14,7 @@ from dg_lsp.context.syntax import error_spans
 @pytest.mark.parametrize("line, kind", [
     ("if [ -f \"$x\" ]; then", "if"),
     ("if test -n \"$x\" &&", "if"),  # a condition of several lines: its `then` below
+    ("for candidate in \\", "do"),  # a list of several lines: its `do` below
     ("then", "then"),
     ("elif [[ $x == y ]]; then", "elif"),
     ("else", "else"),
