@@ -57,9 +57,8 @@ import re
 from tree_sitter import Query, QueryCursor
 
 from dg_lsp.completion.brackets import PAIRS, first_unopened_closer, indent_width, open_brackets
-from dg_lsp.completion.gate_end_lines import (ACCESS, body_left_open, code_lines, ends_arm, header_kind,
-                                                headless_clause, headless_end, heads_nothing_over_deeper, in_a_bracket,
-                                                left_empty, no_clause_below, waits_unanswered, wants_more)
+from dg_lsp.completion.gate_end_lines import (ACCESS, breaks_below, code_lines, ends_arm, header_kind, in_a_bracket,
+                                                wants_more)
 from dg_lsp.context.end_blocks import reading
 from dg_lsp.context.languages import get_language
 from dg_lsp.context.syntax import parsed
@@ -159,20 +158,8 @@ def block_judge(prefix: str, suffix: str, language: str):
                     and blocks.leaves_block_open(code) \
                     and not must_close(blocks, lines, last + 1, literal, width=indent_width(tail)):
                 return True  # a clause over lines of its level: the `end` it continues the block to is not there
-            if last not in literal and headless_clause(blocks, lines, first, last, literal):
-                return True  # a clause below with no header: the text's line is where its header was
-            if last not in literal and heads_nothing_over_deeper(blocks, lines, last, literal, language):
-                return True  # deeper lines below a line that heads nothing: their header was where the text is
-            if last not in literal and waits_unanswered(blocks, lines, last, literal):
-                return True  # Bash's `if` with no `then` (a loop with no `do`) on any line below it
-            if last not in literal and headless_end(blocks, lines, first, last, literal):
-                return True  # the `end` below the text's block has no header: the text is where it was
-            if last not in literal and no_clause_below(blocks, lines, last, literal):
-                return True  # Bash's `;;` over a line of the arm's body
-            if last not in literal and left_empty(blocks, lines, last, literal):
-                return True  # Bash's arm whose pattern the text writes, with no body and no `;;` below it
-            if last not in literal and body_left_open(blocks, lines, last, literal):
-                return True  # Bash's arm whose body the text ends with no `;;`, over the next arm
+            if last not in literal and breaks_below(blocks, lines, first, last, literal, language):
+                return True  # a header missing above a clause or `end` below, deeper lines, Bash's arms
             if last not in literal and open_brackets(text, language) \
                     and not _goes_on_below(blocks, lines, last, literal):
                 return True  # a bracket the text opens and nothing below closes
